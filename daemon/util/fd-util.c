@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+#include "fd-util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+int loop_write(int fd, const void *buf, size_t size) {
+        const char *p = buf;
+
+        while (size > 0) {
+                ssize_t n = write(fd, p, size);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN) {
+                                struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+                                if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+                                        return -errno;
+                                continue;
+                        }
+                        return -errno;
+                }
+                p += n;
+                size -= (size_t) n;
+        }
+        return 0;
+}
+
+ssize_t pread_string(int fd, char *buf, size_t size) {
+        size_t done = 0;
+
+        if (size == 0)
+                return -EINVAL;
+        for (;;) {
+                ssize_t n = pread(fd, buf + done, size - 1 - done, (off_t) done);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                done += (size_t) n;
+                if (done == size - 1) {
+                        char c;
+                        /* a full buffer is only an error when there really is more */
+                        n = pread(fd, &c, 1, (off_t) done);
+                        if (n > 0)
+                                return -EFBIG;
+                        break;
+                }
+        }
+        buf[done] = 0;
+        return (ssize_t) done;
+}
+
+ssize_t read_string_at(int dir_fd, const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = -EBADF;
+
+        fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        return pread_string(fd, buf, size);
+}
+
+int fd_set_nonblock(int fd, bool nonblock) {
+        int flags = fcntl(fd, F_GETFL);
+
+        if (flags < 0)
+                return -errno;
+        flags = nonblock ? flags | O_NONBLOCK : flags & ~O_NONBLOCK;
+        return fcntl(fd, F_SETFL, flags) < 0 ? -errno : 0;
+}

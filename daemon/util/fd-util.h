@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Writes all of buf, retrying on EINTR and waiting with poll() on EAGAIN; 0 or -errno. */
+int loop_write(int fd, const void *buf, size_t size);
+
+/* Reads a small file from offset 0 into buf and NUL-terminates it; returns the length or -errno.
+ * -EFBIG when the file does not fit in size-1 bytes. */
+ssize_t pread_string(int fd, char *buf, size_t size);
+
+/* Opens path relative to dir_fd (AT_FDCWD allowed) and reads it like pread_string(). */
+ssize_t read_string_at(int dir_fd, const char *path, char *buf, size_t size);
+
+int fd_set_nonblock(int fd, bool nonblock);

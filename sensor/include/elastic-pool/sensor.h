@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* libelastic-pool-sensor — the worker side of elastic-pool.
+ *
+ * A worker links this library (or runs under the elastic-pool-sensor wrapper). The sensor reads the
+ * worker's own cgroup every interval, adds what the application tells it through the setters below,
+ * and pushes one OccupancyReport per interval to the commander over the channel inherited as
+ * ELASTIC_POOL_CHANNEL_FD. It measures; it never judges: values the application never set are sent as
+ * absent, not as 0.
+ *
+ * Threads: the setters (ep_sensor_set_*, ep_sensor_request_*, ep_sensor_user_active) may be called from
+ * any thread at any time. Everything else, and every callback, runs in the thread that drives the
+ * sensor: the application's event loop (ep_sensor_get_fd/get_timeout/dispatch) or the sensor's own
+ * background thread (ep_sensor_start_thread).
+ *
+ * Return convention: functions returning int give 0 (or a documented positive value) on success and a
+ * negative errno-style value on failure. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ep_sensor ep_sensor;
+
+/* Move callbacks, run in the sensor's thread. Each returns 0 or a negative errno.
+ * snapshot: serialise `user` into a malloc()ed blob (*ret_blob, *ret_size), which the sensor frees.
+ *           -ENOENT when the worker does not know the user.
+ * install:  create `user` from the blob; the blob is only valid during the call.
+ * drop:     forget `user`; -ENOENT when it is not known. */
+typedef struct ep_sensor_user_callbacks {
+        int (*snapshot)(void *userdata, const char *user, void **ret_blob, size_t *ret_size);
+        int (*install)(void *userdata, const char *user, const void *blob, size_t size);
+        int (*drop)(void *userdata, const char *user);
+} ep_sensor_user_callbacks;
+
+/* Called when the commander asks the worker to drain (it is being retired): stop taking new work,
+ * finish what runs by deadline_usec (CLOCK_MONOTONIC). */
+typedef void (*ep_sensor_drain_callback)(void *userdata, uint64_t deadline_usec);
+
+/* Creates a sensor configured from the environment:
+ *   ELASTIC_POOL_CHANNEL_FD   inherited channel fd (taken over and made close-on-exec)
+ *   ELASTIC_POOL_CHANNEL      socket path to reconnect to when the channel breaks (optional)
+ *   ELASTIC_POOL_GROUP, ELASTIC_POOL_WORKER   identity sent in Hello
+ *   ELASTIC_POOL_INTERVAL     report interval ("5s", "200ms"; default 5s)
+ *   ELASTIC_POOL_PROC_ROOT, ELASTIC_POOL_CGROUP_ROOT   test seams: alternate /proc and /sys/fs/cgroup
+ * Without any channel the sensor still reads and builds reports (ep_sensor_tick) but sends nothing.
+ * Readings that cannot be opened are absent, never an error here. */
+int ep_sensor_new(ep_sensor **ret);
+ep_sensor *ep_sensor_free(ep_sensor *s);
+
+/* Report interval in microseconds (> 0); takes effect from the next tick. */
+int ep_sensor_set_interval(ep_sensor *s, uint64_t usec);
+
+/* Application fields. Until first set, each is absent from the reports. */
+void ep_sensor_set_users(ep_sensor *s, uint32_t users);
+void ep_sensor_set_pages(ep_sensor *s, uint32_t pages);
+void ep_sensor_set_connections(ep_sensor *s, uint32_t connections);
+/* Marks `user` active in the current interval. System requests (health checks, monitoring) pass
+ * system=true and do not count as activity. */
+void ep_sensor_user_active(ep_sensor *s, const char *user, bool system);
+/* Executor: set the whole triple at once, or keep it current with the helpers below. */
+void ep_sensor_set_executor(ep_sensor *s, uint32_t busy, uint32_t total, uint32_t queue_depth);
+void ep_sensor_set_executor_total(ep_sensor *s, uint32_t total);
+void ep_sensor_request_queued(ep_sensor *s);  /* a request waits for an executor: queue_depth++ */
+void ep_sensor_request_begin(ep_sensor *s);   /* an executor picked it up: queue_depth--, busy++ */
+void ep_sensor_request_end(ep_sensor *s);     /* done: busy-- */
+void ep_sensor_set_backlog(ep_sensor *s, uint64_t pending, uint64_t outbox);
+
+int ep_sensor_set_user_callbacks(ep_sensor *s, const ep_sensor_user_callbacks *cb, void *userdata);
+void ep_sensor_set_drain_callback(ep_sensor *s, ep_sensor_drain_callback cb, void *userdata);
+
+/* The wrapper reports the cgroup of a whole scope and, without a cgroup, this process tree. */
+int ep_sensor_watch_pid(ep_sensor *s, int pid);
+
+/* Event-loop integration: poll get_fd() for reading (it is -1 while no channel is connected), wake up
+ * after get_timeout() at the latest (CLOCK_MONOTONIC microseconds, absolute), then call dispatch(),
+ * which reads commands, sends due reports, and reconnects. Returns 0 or -errno on a failure that the
+ * sensor could not handle itself. */
+int ep_sensor_get_fd(ep_sensor *s);
+/* Events to poll for on get_fd(): POLLIN, plus POLLOUT while frames wait to be written. */
+int ep_sensor_get_events(ep_sensor *s);
+int ep_sensor_get_timeout(ep_sensor *s, uint64_t *ret_usec);
+int ep_sensor_dispatch(ep_sensor *s);
+
+/* Background-thread mode: the sensor runs its own poll loop until ep_sensor_free(). */
+int ep_sensor_start_thread(ep_sensor *s);
+
+/* Sends a Goodbye and flushes what is queued (best effort, bounded to 1 s). */
+void ep_sensor_goodbye(ep_sensor *s, const char *reason);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: MIT
+# Shared helpers for the integration tests (bash). Source it first:  . "$(dirname "$0")/lib.sh"
+#
+# Conventions: a test exits 0 on success, 1 on failure, 77 when the machine lacks what it needs (the
+# reason printed first, "SKIP: ..."), so CTest reports it as skipped, never as a silent pass.
+# Everything a test starts it ends itself, by PID; every cgroup it makes lives under one fresh parent
+# that is killed (cgroup.kill) and removed on exit, even on failure.
+
+set -euo pipefail
+
+EP_BUILD_DIR=${EP_BUILD_DIR:?EP_BUILD_DIR must point at the build tree}
+EP_SOURCE_DIR=${EP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+EP_TEST_NAME=${EP_TEST_NAME:-$(basename "$0" .sh)}
+EP_TMP=$(mktemp -d "/tmp/ep-test-$EP_TEST_NAME.XXXXXX")
+EP_PIDS=()
+EP_TEST_CGROUP=""
+EP_CLEANUP_HOOKS=()
+# Debian's python3 (its packages, python3-h2 among them); a pyenv python3 earlier on PATH lacks them.
+EP_PYTHON=/usr/bin/python3
+
+skip() {
+        echo "SKIP: $*"
+        exit 77
+}
+
+fail() {
+        echo "FAIL: $*" >&2
+        exit 1
+}
+
+note() {
+        echo "# $*"
+}
+
+# Registers a command to run at exit, before processes and cgroups are cleaned up.
+on_exit() {
+        EP_CLEANUP_HOOKS+=("$*")
+}
+
+# Starts a command in the background, remembers its PID for cleanup, and prints the PID.
+spawn_bg() {
+        "$@" &
+        local pid=$!
+        EP_PIDS+=("$pid")
+        echo "$pid"
+}
+
+ep__cleanup() {
+        local rc=$?
+        set +e
+        local hook
+        for hook in "${EP_CLEANUP_HOOKS[@]}"; do eval "$hook"; done
+        local pid
+        for pid in "${EP_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+        for pid in "${EP_PIDS[@]}"; do
+                for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+                kill -KILL "$pid" 2>/dev/null
+                wait "$pid" 2>/dev/null
+        done
+        if [[ -n "$EP_TEST_CGROUP" && -d "$EP_TEST_CGROUP" ]]; then
+                echo 1 >"$EP_TEST_CGROUP/cgroup.kill" 2>/dev/null
+                for _ in $(seq 100); do grep -qs '^populated 0' "$EP_TEST_CGROUP/cgroup.events" && break; sleep 0.05; done
+                find "$EP_TEST_CGROUP" -depth -type d -exec rmdir {} \; 2>/dev/null
+                [[ -d "$EP_TEST_CGROUP" ]] && echo "warning: could not remove $EP_TEST_CGROUP" >&2
+        fi
+        if [[ $rc -ne 0 && $rc -ne 77 && -d "$EP_TMP" ]]; then
+                local f
+                for f in "$EP_TMP"/*.log; do
+                        [[ -f "$f" ]] || continue
+                        echo "----- $f (last 40 lines)" >&2
+                        tail -n 40 "$f" >&2
+                done
+        fi
+        rm -rf "$EP_TMP"
+        exit $rc
+}
+trap ep__cleanup EXIT
+trap 'exit 1' INT TERM
+
+need_root() {
+        [[ $(id -u) -eq 0 ]] || skip "needs root"
+}
+
+need_cmd() {
+        local c
+        for c in "$@"; do command -v "$c" >/dev/null 2>&1 || skip "needs $c"; done
+}
+
+# Prints the mount point of the cgroup v2 hierarchy: /sys/fs/cgroup on pure v2 hosts,
+# /sys/fs/cgroup/unified on hybrid ones; nothing (and status 1) where there is none.
+cgroup2_root() {
+        local d
+        for d in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+                if [[ -d $d && $(stat -fc %T "$d" 2>/dev/null) == cgroup2fs ]]; then
+                        echo "$d"
+                        return 0
+                fi
+        done
+        return 1
+}
+
+# Makes the one fresh parent cgroup of this test under the unified root, exports EP_TEST_CGROUP
+# (absolute path) and EP_TEST_CGROUP_REL (path relative to the v2 root); skips when impossible.
+make_test_cgroup() {
+        need_root
+        local root
+        root=$(cgroup2_root) || skip "no cgroup v2 hierarchy on this host"
+        EP_TEST_CGROUP="$root/ep-test-$EP_TEST_NAME-$$"
+        mkdir "$EP_TEST_CGROUP" 2>/dev/null || skip "cgroup v2 hierarchy at $root is not writable"
+        [[ -e "$EP_TEST_CGROUP/cgroup.kill" ]] || skip "kernel lacks cgroup.kill (needs Linux >= 5.14)"
+        EP_TEST_CGROUP_REL=${EP_TEST_CGROUP#"$root"}
+        # Delegate what the parent offers; on hybrid hosts that is often nothing (controllers on v1).
+        local c
+        for c in $(cat "$root/cgroup.subtree_control" 2>/dev/null); do
+                echo "+$c" >"$EP_TEST_CGROUP/cgroup.subtree_control" 2>/dev/null || true
+        done
+        export EP_TEST_CGROUP EP_TEST_CGROUP_REL
+}
+
+# Waits until "$@" succeeds, polling every 50 ms, for at most $EP_WAIT seconds (default 20). For
+# conditions no event announces (a file appears, a socket accepts); prefer waiting on a real event.
+wait_until() {
+        local deadline=$((SECONDS + ${EP_WAIT:-20}))
+        until "$@" 2>/dev/null; do
+                ((SECONDS < deadline)) || return 1
+                sleep 0.05
+        done
+}
+
+# Blocks until a line matching the extended regex appears in file (follows it as it grows); fails
+# after $EP_WAIT seconds. Prints the matching line.
+wait_for_line() {
+        local file=$1 regex=$2
+        timeout "${EP_WAIT:-20}" bash -c 'tail -n +1 -F "$0" 2>/dev/null | grep -m1 -E -- "$1"' "$file" "$regex" ||
+                return 1
+}
+
+# Builds a binary path, failing clearly when the build did not produce it.
+bin() {
+        local p
+        for p in "$EP_BUILD_DIR/$1" "$EP_BUILD_DIR/daemon/$1" "$EP_BUILD_DIR/sensor/$1" "$EP_BUILD_DIR/tests/tools/$1"; do
+                [[ -x "$p" ]] && { echo "$p"; return 0; }
+        done
+        fail "binary $1 not found under $EP_BUILD_DIR"
+}
