@@ -59,9 +59,10 @@ static int take_header(FrameDecoder *d) {
         uint32_t len = (uint32_t) d->header[0] << 24 | (uint32_t) d->header[1] << 16 |
                        (uint32_t) d->header[2] << 8 | (uint32_t) d->header[3];
 
+        /* kept even when refused, so the caller can say what was announced */
+        d->body_size = len;
         if (len > d->max_size)
                 return -EMSGSIZE;
-        d->body_size = len;
         d->body_have = 0;
         return 0;
 }

@@ -75,3 +75,11 @@ int fd_set_nonblock(int fd, bool nonblock) {
         flags = nonblock ? flags | O_NONBLOCK : flags & ~O_NONBLOCK;
         return fcntl(fd, F_SETFL, flags) < 0 ? -errno : 0;
 }
+
+int fd_set_cloexec_nonblock(int fd) {
+        int flags = fcntl(fd, F_GETFD);
+
+        if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
+                return -errno;
+        return fd_set_nonblock(fd, true);
+}

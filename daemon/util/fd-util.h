@@ -16,3 +16,6 @@ ssize_t pread_string(int fd, char *buf, size_t size);
 ssize_t read_string_at(int dir_fd, const char *path, char *buf, size_t size);
 
 int fd_set_nonblock(int fd, bool nonblock);
+
+/* Sets FD_CLOEXEC and O_NONBLOCK (sockets handed over by systemd carry neither). 0 or -errno. */
+int fd_set_cloexec_nonblock(int fd);

@@ -95,7 +95,7 @@ static void log_to_stderr(int level, const LogFields *fields, const char *messag
         struct tm tm;
 
         if (fields && fields->event) {
-                if (fields->worker >= 0)
+                if (fields->worker > 0)
                         snprintf(tag, sizeof tag, "[%s w%d] ", fields->event, fields->worker);
                 else
                         snprintf(tag, sizeof tag, "[%s] ", fields->event);
@@ -137,11 +137,11 @@ static void log_to_journal(int level, int error, const LogFields *fields, const 
                         IOV_STR(event);
                 if (fields->user && asprintf(&user, "EP_USER=%s", fields->user) >= 0)
                         IOV_STR(user);
-                if (fields->worker >= 0) {
+                if (fields->worker > 0) {
                         snprintf(worker, sizeof worker, "EP_WORKER=w%d", fields->worker);
                         IOV_STR(worker);
                 }
-                if (!isnan(fields->occupancy)) {
+                if (fields->has_occupancy) {
                         snprintf(occupancy, sizeof occupancy, "EP_OCCUPANCY=%.3f", fields->occupancy);
                         IOV_STR(occupancy);
                 }

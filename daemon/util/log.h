@@ -21,18 +21,20 @@ typedef enum LogTarget {
         _LOG_TARGET_INVALID = -EINVAL,
 } LogTarget;
 
-/* Structured fields of one entry. Unset members are left out: NULL strings, worker < 0, NaN occupancy.
+/* Structured fields of one entry. Unset members are left out: NULL strings, worker 0 (ids start at 1),
+ * has_occupancy false.
  * `extra` holds further "KEY=VALUE" fields separated by '\n' (the inputs of a decision, say). */
 typedef struct LogFields {
         const char *message_id; /* 32 hex digits, documented in the journal catalog */
         const char *event;      /* EP_EVENT: spawn, ready, death, place, move, compact, scale-up, held, ... */
-        int worker;             /* EP_WORKER */
+        int worker;             /* EP_WORKER=w<worker> when > 0 */
         const char *user;       /* EP_USER */
+        bool has_occupancy;
         double occupancy;       /* EP_OCCUPANCY */
         const char *extra;
 } LogFields;
 
-#define LOG_FIELDS(...) (&(const LogFields) { .worker = -1, .occupancy = NAN, __VA_ARGS__ })
+#define LOG_FIELDS(...) (&(const LogFields) { __VA_ARGS__ })
 
 void log_setup(const char *identifier, const char *group);
 void log_set_target(LogTarget target);
@@ -62,6 +64,7 @@ int log_internalv(int level, int error, const LogFields *fields, const char *for
 #define log_notice_errno(e, ...) log_full_errno(LOG_NOTICE, e, __VA_ARGS__)
 #define log_warning_errno(e, ...) log_full_errno(LOG_WARNING, e, __VA_ARGS__)
 #define log_error_errno(e, ...) log_full_errno(LOG_ERR, e, __VA_ARGS__)
+#define log_oom() log_error_errno(ENOMEM, "Out of memory.")
 
 /* An entry with structured fields: log_struct(LOG_INFO, LOG_FIELDS(.event = "spawn", .worker = 3), "..."). */
 #define log_struct(level, fields, ...) log_internal(level, 0, fields, __VA_ARGS__)

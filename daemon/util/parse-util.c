@@ -29,10 +29,10 @@ int parse_uint64(const char *s, uint64_t *ret) {
                 return -EINVAL;
         errno = 0;
         v = strtoull(s, &end, 10);
+        if (end == s || !only_blanks(end)) /* malformed before out of range: "99999999999999999999x" */
+                return -EINVAL;
         if (errno == ERANGE)
                 return -ERANGE;
-        if (end == s || !only_blanks(end))
-                return -EINVAL;
         *ret = v;
         return 0;
 }
@@ -59,10 +59,10 @@ int parse_double(const char *s, double *ret) {
                 return -EINVAL;
         errno = 0;
         v = strtod(s, &end);
-        if (errno == ERANGE)
-                return -ERANGE;
         if (end == s || !only_blanks(end) || !isfinite(v))
                 return -EINVAL;
+        if (errno == ERANGE)
+                return -ERANGE;
         *ret = v;
         return 0;
 }
@@ -156,8 +156,10 @@ int parse_duration(const char *s, usec_t *ret) {
         r = parse_with_units(s, units, ELEMENTSOF(units), 1e6, &v);
         if (r < 0)
                 return r;
-        if (v >= 18446744073709551615.0)
+        /* Not llround(): its long long cannot hold spans from 2^63 µs up. Below 2^64 the largest double
+         * is 2^64 - 2048, so a parsed span always fits and never equals USEC_INFINITY. */
+        if (v >= 18446744073709551616.0)
                 return -ERANGE;
-        *ret = (usec_t) llround(v);
+        *ret = (usec_t) round(v);
         return 0;
 }

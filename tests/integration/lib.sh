@@ -37,12 +37,13 @@ on_exit() {
         EP_CLEANUP_HOOKS+=("$*")
 }
 
-# Starts a command in the background, remembers its PID for cleanup, and prints the PID.
+# Starts a command in the background and remembers its PID for cleanup in EP_LAST_PID. Call it
+# directly, never in $(...): a subshell would forget the PID, and the child would hold the pipe open.
+# Redirections go on the call: spawn_bg cmd args >"$EP_TMP/x.log" 2>&1
 spawn_bg() {
         "$@" &
-        local pid=$!
-        EP_PIDS+=("$pid")
-        echo "$pid"
+        EP_LAST_PID=$!
+        EP_PIDS+=("$EP_LAST_PID")
 }
 
 ep__cleanup() {
@@ -138,7 +139,8 @@ wait_for_line() {
 # Builds a binary path, failing clearly when the build did not produce it.
 bin() {
         local p
-        for p in "$EP_BUILD_DIR/$1" "$EP_BUILD_DIR/daemon/$1" "$EP_BUILD_DIR/sensor/$1" "$EP_BUILD_DIR/tests/tools/$1"; do
+        for p in "$EP_BUILD_DIR/$1" "$EP_BUILD_DIR/daemon/$1" "$EP_BUILD_DIR/sensor/$1" "$EP_BUILD_DIR/sensor/demo/$1" \
+                "$EP_BUILD_DIR/tests/tools/$1" "$EP_BUILD_DIR/bench/$1"; do
                 [[ -x "$p" ]] && { echo "$p"; return 0; }
         done
         fail "binary $1 not found under $EP_BUILD_DIR"

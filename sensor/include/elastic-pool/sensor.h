@@ -13,6 +13,15 @@
  * any thread at any time. Everything else, and every callback, runs in the thread that drives the
  * sensor: the application's event loop (ep_sensor_get_fd/get_timeout/dispatch) or the sensor's own
  * background thread (ep_sensor_start_thread).
+ * (ep_sensor_set_interval, ep_sensor_set_user_callbacks and ep_sensor_set_drain_callback are also safe
+ * from any thread; the setters accept a NULL sensor and do nothing, so an application that runs without
+ * one needs no checks.)
+ *
+ * Hello: sent first on every connection, built when the sensor is first driven (first dispatch, tick or
+ * thread start), not in ep_sensor_new(). Its capabilities are SNAPSHOT/INSTALL/DROP_USERS for each move
+ * callback registered by then, and APPLICATION_FIELDS when the application has set any application field
+ * (or called ep_sensor_user_active) by then. So register callbacks and set at least the executor total
+ * before driving the sensor; later changes show in the Hello of the next connection.
  *
  * Return convention: functions returning int give 0 (or a documented positive value) on success and a
  * negative errno-style value on failure. */
@@ -27,7 +36,8 @@ extern "C" {
 
 typedef struct ep_sensor ep_sensor;
 
-/* Move callbacks, run in the sensor's thread. Each returns 0 or a negative errno.
+/* Move callbacks, run in the sensor's thread. Each returns 0 or a negative errno. A move the worker cannot
+ * do (no callback) is answered with an error naming it.
  * snapshot: serialise `user` into a malloc()ed blob (*ret_blob, *ret_size), which the sensor frees.
  *           -ENOENT when the worker does not know the user.
  * install:  create `user` from the blob; the blob is only valid during the call.
@@ -39,7 +49,7 @@ typedef struct ep_sensor_user_callbacks {
 } ep_sensor_user_callbacks;
 
 /* Called when the commander asks the worker to drain (it is being retired): stop taking new work,
- * finish what runs by deadline_usec (CLOCK_MONOTONIC). */
+ * finish what runs by deadline_usec (CLOCK_MONOTONIC; UINT64_MAX when the commander set none). */
 typedef void (*ep_sensor_drain_callback)(void *userdata, uint64_t deadline_usec);
 
 /* Creates a sensor configured from the environment:
@@ -49,11 +59,15 @@ typedef void (*ep_sensor_drain_callback)(void *userdata, uint64_t deadline_usec)
  *   ELASTIC_POOL_INTERVAL     report interval ("5s", "200ms"; default 5s)
  *   ELASTIC_POOL_PROC_ROOT, ELASTIC_POOL_CGROUP_ROOT   test seams: alternate /proc and /sys/fs/cgroup
  * Without any channel the sensor still reads and builds reports (ep_sensor_tick) but sends nothing.
- * Readings that cannot be opened are absent, never an error here. */
+ * Readings that cannot be opened are absent, never an error here. Returns 0, -ENOMEM, or -EINVAL /
+ * -ERANGE / -ENAMETOOLONG / -EBADF / -ENOTSOCK / -EPROTOTYPE for a malformed or unusable variable above
+ * (logged, naming it). */
 int ep_sensor_new(ep_sensor **ret);
+/* Stops the background thread, closes the channel (without a Goodbye: see ep_sensor_goodbye()), frees.
+ * Accepts NULL; returns NULL. */
 ep_sensor *ep_sensor_free(ep_sensor *s);
 
-/* Report interval in microseconds (> 0); takes effect from the next tick. */
+/* Report interval in microseconds (> 0); takes effect from the next tick. 0 or -EINVAL. */
 int ep_sensor_set_interval(ep_sensor *s, uint64_t usec);
 
 /* Application fields. Until first set, each is absent from the reports. */
@@ -71,26 +85,35 @@ void ep_sensor_request_begin(ep_sensor *s);   /* an executor picked it up: queue
 void ep_sensor_request_end(ep_sensor *s);     /* done: busy-- */
 void ep_sensor_set_backlog(ep_sensor *s, uint64_t pending, uint64_t outbox);
 
+/* cb NULL removes them. 0, or -EINVAL without a sensor. */
 int ep_sensor_set_user_callbacks(ep_sensor *s, const ep_sensor_user_callbacks *cb, void *userdata);
 void ep_sensor_set_drain_callback(ep_sensor *s, ep_sensor_drain_callback cb, void *userdata);
 
-/* The wrapper reports the cgroup of a whole scope and, without a cgroup, this process tree. */
+/* The wrapper reports the cgroup of a whole scope and, without a cgroup, this process tree: the procfs
+ * fallbacks then follow pid and its descendants. 0, -EINVAL, -EBUSY once the thread runs. */
 int ep_sensor_watch_pid(ep_sensor *s, int pid);
 
 /* Event-loop integration: poll get_fd() for reading (it is -1 while no channel is connected), wake up
  * after get_timeout() at the latest (CLOCK_MONOTONIC microseconds, absolute), then call dispatch(),
  * which reads commands, sends due reports, and reconnects. Returns 0 or -errno on a failure that the
- * sensor could not handle itself. */
+ * sensor could not handle itself. In background-thread mode get_fd() is -1, get_events() 0, and
+ * get_timeout()/dispatch() return -EBUSY. */
 int ep_sensor_get_fd(ep_sensor *s);
 /* Events to poll for on get_fd(): POLLIN, plus POLLOUT while frames wait to be written. */
 int ep_sensor_get_events(ep_sensor *s);
 int ep_sensor_get_timeout(ep_sensor *s, uint64_t *ret_usec);
 int ep_sensor_dispatch(ep_sensor *s);
 
-/* Background-thread mode: the sensor runs its own poll loop until ep_sensor_free(). */
+/* Reads and builds one report now (sending it when connected), outside the cadence, which it does not
+ * move. The active-user interval restarts. 0, -ENOMEM, -EBUSY in background-thread mode. */
+int ep_sensor_tick(ep_sensor *s);
+
+/* Background-thread mode: the sensor runs its own poll loop until ep_sensor_free() (or
+ * ep_sensor_goodbye()), which stop and join it. 0, -EBUSY when already running, -errno. */
 int ep_sensor_start_thread(ep_sensor *s);
 
-/* Sends a Goodbye and flushes what is queued (best effort, bounded to 1 s). */
+/* Sends a Goodbye and flushes what is queued (best effort, bounded to 1 s). Stops the background thread
+ * first; the channel is not reconnected afterwards. */
 void ep_sensor_goodbye(ep_sensor *s, const char *reason);
 
 #ifdef __cplusplus
