@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The group's configuration: /etc/elastic-pool/<group>.conf (INI). Every key has a default, documented
+ * in docs/elastic-pool.conf.5.md; the words are DESIGN.md's. */
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "time-util.h"
+
+typedef enum BackendKind {
+        BACKEND_AUTO,
+        BACKEND_SCOPE,
+        BACKEND_CGROUP,
+        BACKEND_NONE,
+        _BACKEND_KIND_MAX,
+        _BACKEND_KIND_INVALID = -EINVAL,
+} BackendKind;
+
+/* "auto", "scope", "cgroup", "none"; NULL for an out-of-range value. */
+const char *backend_kind_to_string(BackendKind k);
+/* The kind, or _BACKEND_KIND_INVALID for anything else (NULL included). */
+BackendKind backend_kind_from_string(const char *s);
+
+/* Every key of the file. Key names are unique across sections, so a key alone names it. */
+typedef enum ConfigKey {
+        CONFIG_KEY_EXEC,
+        CONFIG_KEY_MEMORY_LIMIT,
+        CONFIG_KEY_CPU_WALL_CORES,
+        CONFIG_KEY_CONCURRENCY,
+        CONFIG_KEY_BACKEND,
+        CONFIG_KEY_MIN_WORKERS,
+        CONFIG_KEY_MAX_WORKERS,
+        CONFIG_KEY_MIN_FREE_MEMORY,
+        CONFIG_KEY_SPAWN_TIMEOUT,
+        CONFIG_KEY_DRAIN_TIMEOUT,
+        CONFIG_KEY_STOP_TIMEOUT,
+        CONFIG_KEY_RECEPTION_THRESHOLD,
+        CONFIG_KEY_ADMISSION_THRESHOLD,
+        CONFIG_KEY_COMPACTION_MARGIN,
+        CONFIG_KEY_OCCUPANCY_INTERVAL,
+        CONFIG_KEY_WINDOW_ROWS,
+        CONFIG_KEY_SMOOTHING_ROWS,
+        CONFIG_KEY_STALE_AFTER,
+        CONFIG_KEY_LISTEN,
+        CONFIG_KEY_ADMIN_LISTEN,
+        CONFIG_KEY_HEADER_TIMEOUT,
+        CONFIG_KEY_IDLE_TIMEOUT,
+        CONFIG_KEY_RESPONSE_TIMEOUT,
+        CONFIG_KEY_HOLD_TIMEOUT,
+        CONFIG_KEY_SHUTDOWN_TIMEOUT,
+        CONFIG_KEY_MAX_HEADER_SIZE,
+        CONFIG_KEY_MAX_HEADER_FIELDS,
+        CONFIG_KEY_MAX_BODY_SIZE,
+        CONFIG_KEY_MAX_CONNECTIONS,
+        CONFIG_KEY_H2_MAX_CONCURRENT_STREAMS,
+        CONFIG_KEY_UPSTREAM_CONNECTIONS,
+        CONFIG_KEY_TRUSTED_PROXIES,
+        CONFIG_KEY_COOKIE_MAX_AGE,
+        _CONFIG_KEY_MAX,
+        _CONFIG_KEY_INVALID = -EINVAL,
+} ConfigKey;
+
+/* "min_workers" / "pool"; NULL for an out-of-range key. */
+const char *config_key_name(ConfigKey k);
+const char *config_key_section(ConfigKey k);
+
+#define CONFIG_LISTEN_MAX 16
+/* Longest accepted line, without its line ending. Longer lines are an error, never silently split. */
+#define CONFIG_LINE_MAX 65536U
+/* Upper bound of window_rows: one ring of this many reports is kept per worker. */
+#define CONFIG_WINDOW_ROWS_MAX 65536U
+
+typedef struct Config {
+        char *path; /* the file it was read from; NULL for built-in defaults */
+
+        /* [worker] */
+        char **exec;           /* argv, NULL-terminated; split like a shell word list (quotes) */
+        char *exec_line;       /* exec as written in the file (the quoted default otherwise); for logs */
+        uint64_t memory_limit; /* bytes; 0 = none (no memory component) */
+        double cpu_wall_cores; /* 1.0 */
+        uint32_t concurrency;  /* executor size assumed for workers that report none; 0 = unknown */
+
+        /* [pool] */
+        BackendKind backend;      /* auto */
+        uint32_t min_workers;     /* 1 */
+        uint32_t max_workers;     /* 0 = unbounded */
+        uint64_t min_free_memory; /* bytes of MemAvailable below which spawning is refused; 0 = no check */
+        usec_t spawn_timeout;     /* 10 s: spawn to Hello + accept */
+        usec_t drain_timeout;     /* 30 s: in-flight requests of a retiring worker */
+        usec_t stop_timeout;      /* 10 s: SIGTERM to SIGKILL */
+
+        /* [policy] */
+        double reception_threshold; /* 0.5 */
+        double admission_threshold; /* 0.8 */
+        double compaction_margin;   /* 1.5 */
+        usec_t occupancy_interval;  /* 5 s: the report interval asked of sensors */
+        uint32_t window_rows;       /* 60 */
+        uint32_t smoothing_rows;    /* 6 */
+        uint32_t stale_after;       /* 3 intervals */
+
+        /* [frontend] */
+        char *listen[CONFIG_LISTEN_MAX + 1]; /* "IPV4:PORT" / "[IPV6]:PORT"; NULL-terminated; default
+                                              * 127.0.0.1:8080; may be empty (sockets from systemd only) */
+        char *admin_listen;                  /* loopback address or Unix path; NULL = none */
+        usec_t header_timeout;               /* 10 s */
+        usec_t idle_timeout;                 /* 60 s keep-alive idle */
+        usec_t response_timeout;             /* 60 s worker response */
+        usec_t hold_timeout;                 /* 10 s: requests held while their user moves */
+        usec_t shutdown_timeout;             /* 30 s: hard deadline on SIGTERM */
+        uint64_t max_header_size;            /* 64 KiB */
+        uint32_t max_header_fields;          /* 100 */
+        uint64_t max_body_size;              /* 0 = unlimited */
+        uint32_t max_connections;            /* 10000 */
+        uint32_t h2_max_concurrent_streams;  /* 100 */
+        uint32_t upstream_connections;       /* 64 per worker */
+        char **trusted_proxies;              /* addresses (ADDR or ADDR/PREFIX) whose X-Forwarded-Proto is
+                                              * believed; NULL-terminated, NULL = none */
+        usec_t cookie_max_age;               /* 7 d */
+
+        /* Line of the last assignment of each key in path; 0 = not set by the file (default, or set in
+         * code). Cross-key errors name these lines. */
+        unsigned line[_CONFIG_KEY_MAX];
+} Config;
+
+/* Fills c with the built-in defaults (exec = the bundled demo worker). c's previous contents are not
+ * freed. 0 or -ENOMEM (c is then zeroed). */
+int config_init_defaults(Config *c);
+/* Frees everything c owns and zeroes it; safe on a zeroed or already-done Config. */
+void config_done(Config *c);
+
+/* Reads path on top of the built-in defaults and validates the result. *c must be zeroed or hold a
+ * configuration: on success its old contents are freed and replaced, on error it is left untouched
+ * (so a failed reload keeps the running configuration).
+ * On error returns negative errno and stores one message "PATH:LINE: [section] key: what is wrong" in
+ * *ret_error (malloc()ed; NULL on -ENOMEM; ret_error itself may be NULL). The first error stops
+ * parsing. -ENOENT etc. when the file cannot be opened or read (message "PATH: cannot open: ..."),
+ * -EINVAL for anything wrong in its contents. On success *ret_error is set to NULL. */
+int config_load(Config *c, const char *path, char **ret_error);
+
+/* Every per-key rule (ranges, positivity, addresses, exec) and the cross-key rules (min_workers <=
+ * max_workers, smoothing_rows <= window_rows, admin_listen apart from listen), so it also checks a
+ * Config built in code; config_load() runs it. 0, -EINVAL with *ret_error set, or -ENOMEM. */
+int config_validate(const Config *c, char **ret_error);
+
+/* Splits a command line into argv like a shell word list without expansion: blanks separate words,
+ * '...' is literal, "..." honours \\ \" \$ \` only, a backslash outside quotes takes the next character
+ * literally. 0; -EINVAL with *ret_reason (static text) for an unterminated quote, a trailing backslash or
+ * an empty command; -ENOMEM. */
+int config_exec_split(const char *line, char ***ret_argv, const char **ret_reason);
+/* Joins argv back into one line, quoting where needed, so that config_exec_split() gives argv back.
+ * malloc()ed; NULL on -ENOMEM. */
+char *config_exec_to_string(char *const *argv);
+
+/* Parses "IPV4:PORT", "[IPV6]:PORT" or, when unix_ok, an absolute Unix socket path into *ret and
+ * *ret_len. Hostnames are not resolved. 0 or -EINVAL. */
+int config_parse_socket_address(const char *s, bool unix_ok, struct sockaddr_storage *ret,
+                                socklen_t *ret_len);
+
+typedef struct ConfigPrefix {
+        int family; /* AF_INET or AF_INET6 */
+        union {
+                struct in_addr in;
+                struct in6_addr in6;
+        } address;
+        unsigned prefixlen; /* 32 / 128 for a single address */
+} ConfigPrefix;
+
+/* Parses a trusted_proxies entry: "ADDR" or "ADDR/PREFIXLEN", IPv4 or IPv6 (no brackets). 0 or -EINVAL. */
+int config_parse_ip_prefix(const char *s, ConfigPrefix *ret);

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+#include "policy.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "macro.h"
+
+static const char *const freshness_table[_FRESHNESS_MAX] = {
+        [FRESHNESS_FRESH] = "fresh",           [FRESHNESS_NEW] = "new",
+        [FRESHNESS_STALE] = "stale",           [FRESHNESS_MISSING] = "missing",
+        [FRESHNESS_NO_CHANNEL] = "no-channel",
+};
+
+const char *freshness_to_string(Freshness f) {
+        if (f < 0 || f >= _FRESHNESS_MAX)
+                return NULL;
+        return freshness_table[f];
+}
+
+static const char *const decision_kind_table[_DECISION_KIND_MAX] = {
+        [DECISION_NONE] = "none",     [DECISION_SPAWN] = "spawn",
+        [DECISION_RETIRE] = "retire", [DECISION_WAIT_MOVES] = "wait-moves",
+        [DECISION_WAIT] = "wait",     [DECISION_REFUSED] = "refused",
+        [DECISION_HELD] = "held",
+};
+
+const char *decision_kind_to_string(DecisionKind k) {
+        if (k < 0 || k >= _DECISION_KIND_MAX)
+                return NULL;
+        return decision_kind_table[k];
+}
+
+/* Takes new users: the ledger's workers, admission's and placement's candidates. */
+static bool takes_users(const PolicyWorker *w) {
+        return w->routable && !w->retiring;
+}
+
+/* A reading admission and scale-up may judge by: measured, or a new worker that reads 0.0 and admits. */
+static bool judgeable(const PolicyWorker *w) {
+        return w->freshness == FRESHNESS_FRESH || w->freshness == FRESHNESS_NEW;
+}
+
+/* Appends to a NUL-terminated buf; a line that does not fit ends in "...". */
+_printf_(3, 4) static void appendf(char *buf, size_t size, const char *fmt, ...) {
+        size_t len = strnlen(buf, size);
+        va_list ap;
+        int k;
+
+        if (len + 4 >= size)
+                return;
+        va_start(ap, fmt);
+        k = vsnprintf(buf + len, size - len, fmt, ap);
+        va_end(ap);
+        if (k >= 0 && (size_t) k >= size - len)
+                memcpy(buf + size - 4, "...", 4);
+}
+
+/* "w3 no report for 17s": why w's reading cannot be used, and since how long (now - since). */
+static void describe_unfresh(const PolicyWorker *w, usec_t now, char *buf, size_t size) {
+        char age[32];
+
+        (void) format_timespan(age, sizeof age, now > w->since ? now - w->since : 0);
+        switch (w->freshness) {
+        case FRESHNESS_FRESH:
+                snprintf(buf, size, "w%u fresh", w->id);
+                break;
+        case FRESHNESS_NEW:
+                snprintf(buf, size, "w%u has not reported yet (routable for %s)", w->id, age);
+                break;
+        case FRESHNESS_STALE:
+                snprintf(buf, size, "w%u no report for %s", w->id, age);
+                break;
+        case FRESHNESS_MISSING:
+                snprintf(buf, size, "w%u report lacks %s for %s", w->id, w->missing ?: "a component", age);
+                break;
+        case FRESHNESS_NO_CHANNEL:
+                snprintf(buf, size, "w%u channel closed %s ago", w->id, age);
+                break;
+        default:
+                snprintf(buf, size, "w%u freshness %d for %s", w->id, (int) w->freshness, age);
+                break;
+        }
+}
+
+_printf_(4, 5) static void decide(Decision *d, DecisionKind kind, const PolicyWorker *w, const char *fmt,
+                                  ...) {
+        va_list ap;
+
+        d->kind = kind;
+        d->worker = w ? (int) w->id : -1;
+        va_start(ap, fmt);
+        vsnprintf(d->reason, sizeof d->reason, fmt, ap);
+        va_end(ap);
+}
+
+static void hold(Decision *d, const PolicyWorker *w, usec_t now, const char *context) {
+        char what[128];
+
+        describe_unfresh(w, now, what, sizeof what);
+        decide(d, DECISION_HELD, w, "held: %s (%s)", what, context);
+        d->since = w->since;
+}
+
+/* One pass over the pool gathers what the ledger, scale-up and compaction look at: the capacity checks
+ * run on every report, so each costs a single walk over the workers. */
+typedef struct Survey {
+        size_t live;      /* not retiring: routable or in flight */
+        size_t takers;    /* routable, not retiring: the ledger's n */
+        size_t in_flight; /* not routable, not retiring */
+        size_t retiring;
+        size_t candidates;  /* takers that are not the reception */
+        size_t unjudgeable; /* candidates whose reading is neither FRESH nor NEW */
+        double occupied;    /* O: routable workers, retiring ones included */
+        const PolicyWorker *first_in_flight, *first_retiring;
+        const PolicyWorker *sole;       /* the only taker, when takers == 1 */
+        const PolicyWorker *room;       /* judgeable candidate under admission_threshold, least occupied */
+        const PolicyWorker *unjudged;   /* first unjudgeable candidate */
+        const PolicyWorker *unmeasured; /* first routable worker not FRESH (NEW included: not measured) */
+        const PolicyWorker *least;      /* least-occupied candidate, ties to the newest */
+} Survey;
+
+/* The uncommon worker: retiring, in flight, the reception, or a reading that is not FRESH. */
+static void survey_other(Survey *s, const PolicyWorker *w, double admission, double *room, double *least) {
+        if (w->retiring) {
+                s->retiring++;
+                if (!s->first_retiring)
+                        s->first_retiring = w;
+        } else {
+                s->live++;
+                if (!w->routable) {
+                        s->in_flight++;
+                        if (!s->first_in_flight)
+                                s->first_in_flight = w;
+                }
+        }
+        if (!w->routable)
+                return;
+
+        s->occupied += w->occupancy;
+        if (w->freshness != FRESHNESS_FRESH && !s->unmeasured)
+                s->unmeasured = w;
+        if (w->retiring)
+                return;
+
+        s->sole = s->takers++ == 0 ? w : NULL;
+        if (w->reception)
+                return;
+
+        s->candidates++;
+        if (!judgeable(w)) {
+                s->unjudgeable++;
+                if (!s->unjudged)
+                        s->unjudged = w;
+        } else if (w->occupancy < admission && w->occupancy < *room) {
+                s->room = w;
+                *room = w->occupancy;
+        }
+        if (w->occupancy <= *least) {
+                s->least = w;
+                *least = w->occupancy;
+        }
+}
+
+static void survey(const PolicyInput *in, const PolicyParams *p, Survey *ret) {
+        /* This runs on every report over the whole pool, so the common worker (routable, not retiring,
+         * not the reception, FRESH) takes a short path, and the survey is gathered in locals: with
+         * -fno-strict-aliasing, stores through ret could alias the workers and force reloads. */
+        const double admission = p->admission_threshold;
+        double room = INFINITY, least = INFINITY;
+        Survey s = {};
+
+        for (size_t i = 0; i < in->n_workers; i++) {
+                const PolicyWorker *w = &in->workers[i];
+                double occupancy = w->occupancy;
+
+                if (_unlikely_(!w->routable || w->retiring || w->reception ||
+                               w->freshness != FRESHNESS_FRESH)) {
+                        survey_other(&s, w, admission, &room, &least);
+                        continue;
+                }
+
+                s.live++;
+                s.sole = s.takers++ == 0 ? w : NULL;
+                s.candidates++;
+                s.occupied += occupancy;
+                if (occupancy < admission && occupancy < room) {
+                        s.room = w;
+                        room = occupancy;
+                }
+                /* Workers come in spawn order: "<=" hands a tie to the later, newer one. */
+                if (occupancy <= least) {
+                        s.least = w;
+                        least = occupancy;
+                }
+        }
+
+        *ret = s;
+}
+
+static void ledger_from_survey(const Survey *s, const PolicyParams *p, Ledger *ret) {
+        ret->n = (unsigned) s->takers;
+        ret->capacity = s->takers > 0
+                                ? p->reception_threshold + (double) (s->takers - 1) * p->admission_threshold
+                                : 0.0;
+        ret->occupied = s->occupied;
+        ret->headroom = ret->capacity - ret->occupied;
+        ret->threshold = p->compaction_margin * p->admission_threshold;
+}
+
+void policy_ledger(const PolicyInput *in, const PolicyParams *p, Ledger *ret) {
+        Survey s;
+
+        survey(in, p, &s);
+        ledger_from_survey(&s, p, ret);
+}
+
+static void decision_start(Decision *d, const Survey *s, const PolicyParams *p) {
+        *d = (Decision){.kind = DECISION_NONE, .worker = -1};
+        ledger_from_survey(s, p, &d->ledger);
+}
+
+/* A spawn is wanted for `why`: the guards decide whether it happens. */
+static void want_spawn(Decision *d, const Survey *s, const PolicyInput *in, const PolicyParams *p,
+                       const char *why) {
+        if (p->max_workers > 0 && s->live >= p->max_workers)
+                decide(d, DECISION_REFUSED, NULL, "max_workers=%u reached; wanted: %s", p->max_workers, why);
+        else if (p->min_free_memory > 0 && in->mem_available != UINT64_MAX &&
+                 in->mem_available < p->min_free_memory)
+                decide(d, DECISION_REFUSED, NULL,
+                       "MemAvailable=%" PRIu64 " < min_free_memory=%" PRIu64 "; wanted: %s",
+                       in->mem_available, p->min_free_memory, why);
+        else
+                decide(d, DECISION_SPAWN, NULL, "%s", why);
+}
+
+/* A group of one: the sole worker is the reception by definition, flagged or not, and its occupancy
+ * against reception_threshold is the whole answer. */
+static void scale_up_sole(Decision *d, const Survey *s, const PolicyInput *in, const PolicyParams *p) {
+        const PolicyWorker *w = s->sole;
+        char why[96];
+
+        if (!judgeable(w))
+                hold(d, w, in->now, "sole worker, nothing else to judge by");
+        else if (w->occupancy < p->reception_threshold)
+                decide(d, DECISION_NONE, NULL, "sole worker w%u at %.3f < reception_threshold=%.3f", w->id,
+                       w->occupancy, p->reception_threshold);
+        else {
+                snprintf(why, sizeof why, "sole worker w%u at %.3f >= reception_threshold=%.3f", w->id,
+                         w->occupancy, p->reception_threshold);
+                want_spawn(d, s, in, p, why);
+        }
+}
+
+/* A group of two or more: room on a non-reception worker, or a spawn. */
+static void scale_up_group(Decision *d, const Survey *s, const PolicyInput *in, const PolicyParams *p) {
+        char why[192];
+
+        if (s->room) {
+                decide(d, DECISION_NONE, NULL, "w%u has room: %.3f < admission_threshold=%.3f", s->room->id,
+                       s->room->occupancy, p->admission_threshold);
+                return;
+        }
+        if (s->unjudged) {
+                char context[96];
+
+                snprintf(context, sizeof context,
+                         "%zu unjudgeable, no fresh worker under admission_threshold=%.3f", s->unjudgeable,
+                         p->admission_threshold);
+                hold(d, s->unjudged, in->now, context);
+                return;
+        }
+
+        /* Every non-reception worker is measured and full: list them, for the journal. */
+        snprintf(why, sizeof why, "no worker under admission_threshold=%.3f:", p->admission_threshold);
+        for (size_t i = 0; i < in->n_workers; i++) {
+                const PolicyWorker *w = &in->workers[i];
+
+                if (takes_users(w) && !w->reception)
+                        appendf(why, sizeof why, " w%u %.3f", w->id, w->occupancy);
+        }
+        if (s->candidates == 0)
+                appendf(why, sizeof why, " none but the reception");
+        want_spawn(d, s, in, p, why);
+}
+
+/* What scale-up "rests on" (Missing is never zero):
+ *  - the min_workers floor rests on no reading: it counts processes, so it spawns even when every
+ *    reading is stale;
+ *  - in a group of one, the answer is the sole worker's occupancy against reception_threshold: a sole
+ *    worker that is not FRESH/NEW holds the decision;
+ *  - in a larger group, one FRESH/NEW non-reception worker under admission_threshold is room enough, and
+ *    the answer is NONE whatever the others read. Without one, the answer rests on every non-reception
+ *    worker: a stale one can be counted neither as having room nor as full, so any such worker holds the
+ *    decision (the first in spawn order is named). The reception's reading plays no part there. */
+void policy_scale_up(const PolicyInput *in, const PolicyParams *p, Decision *ret) {
+        char why[192];
+        Survey s;
+
+        survey(in, p, &s);
+        decision_start(ret, &s, p);
+
+        if (s.live < p->min_workers) {
+                snprintf(why, sizeof why, "%zu workers (%zu routable, %zu in flight) under min_workers=%u",
+                         s.live, s.takers, s.in_flight, p->min_workers);
+                want_spawn(ret, &s, in, p, why);
+        } else if (s.in_flight > 0)
+                decide(ret, DECISION_WAIT, s.first_in_flight, "w%u spawn in flight (%zu in flight)",
+                       s.first_in_flight->id, s.in_flight);
+        else if (s.takers == 0)
+                decide(ret, DECISION_NONE, NULL, "no routable worker, min_workers=%u", p->min_workers);
+        else if (s.takers == 1)
+                scale_up_sole(ret, &s, in, p);
+        else
+                scale_up_group(ret, &s, in, p);
+}
+
+/* Compaction rests on every routable worker: O sums them all, so one reading that is not FRESH (a NEW
+ * worker has measured nothing yet: it must not look idle) holds it. Checks, in order: an action in
+ * progress (a worker retiring, a spawn in flight) → WAIT, re-decided when it completes; the min_workers
+ * floor → NONE (nothing could be compacted, whatever the readings); a reading not FRESH → HELD; then the
+ * ledger. */
+void policy_compaction(const PolicyInput *in, const PolicyParams *p, Decision *ret) {
+        const Ledger *l = &ret->ledger;
+        char sums[112];
+        Survey s;
+
+        survey(in, p, &s);
+        decision_start(ret, &s, p);
+
+        if (s.retiring > 0) {
+                decide(ret, DECISION_WAIT, s.first_retiring, "w%u is retiring (%zu retiring)",
+                       s.first_retiring->id, s.retiring);
+                return;
+        }
+        if (s.in_flight > 0) {
+                decide(ret, DECISION_WAIT, s.first_in_flight, "w%u spawn in flight (%zu in flight)",
+                       s.first_in_flight->id, s.in_flight);
+                return;
+        }
+        if (s.takers <= p->min_workers) {
+                decide(ret, DECISION_NONE, NULL, "n=%u at min_workers=%u", l->n, p->min_workers);
+                return;
+        }
+        if (s.unmeasured) {
+                hold(ret, s.unmeasured, in->now, "compaction needs every reading");
+                return;
+        }
+
+        snprintf(sums, sizeof sums, "H=%.3f %s %.3f (C=%.3f O=%.3f n=%u margin=%.2f)", l->headroom,
+                 l->headroom > l->threshold ? ">" : "<=", l->threshold, l->capacity, l->occupied, l->n,
+                 p->compaction_margin);
+        if (l->headroom <= l->threshold)
+                decide(ret, DECISION_NONE, NULL, "%s", sums);
+        else if (!s.least)
+                decide(ret, DECISION_NONE, NULL, "%s, but no worker but the reception", sums);
+        else if (s.least->users > 0)
+                decide(ret, DECISION_WAIT_MOVES, s.least,
+                       "w%u has %u users: retiring it waits for live moves (occupancy %.3f; %s)",
+                       s.least->id, s.least->users, s.least->occupancy, sums);
+        else
+                decide(ret, DECISION_RETIRE, s.least, "retire w%u (occupancy %.3f, no users): %s",
+                       s.least->id, s.least->occupancy, sums);
+}
+
+int policy_admit(const PolicyInput *in, const PolicyParams *p, bool *ret_over) {
+        ssize_t best = -1, last = -1, reception = -1, other = -1;
+        bool over = true;
+
+        for (size_t i = 0; i < in->n_workers; i++) {
+                const PolicyWorker *w = &in->workers[i];
+
+                if (!takes_users(w))
+                        continue;
+                if (w->reception) {
+                        if (reception < 0)
+                                reception = (ssize_t) i;
+                } else if (!judgeable(w))
+                        other = (ssize_t)
+                                i; /* a stale, missing or unconnected worker: the very last resort */
+                else {
+                        last = (ssize_t) i;
+                        if (w->occupancy < p->admission_threshold &&
+                            (best < 0 || w->occupancy < in->workers[best].occupancy))
+                                best = (ssize_t) i;
+                }
+        }
+
+        if (best >= 0)
+                over = false;
+        else if (last >= 0)
+                best = last;
+        else if (reception >= 0)
+                best = reception;
+        else if (other >= 0)
+                best = other;
+        else
+                return -ENOENT;
+
+        if (ret_over)
+                *ret_over = over;
+        return (int) best;
+}
+
+int policy_place(const PolicyInput *in, const PolicyParams *p, size_t current, bool *ret_over) {
+        ssize_t reception = -1, sole = -1;
+        size_t takers = 0;
+
+        if (current >= in->n_workers)
+                return -EINVAL;
+        if (ret_over)
+                *ret_over = false;
+
+        /* Kept users stay kept: a user already on a non-reception worker that takes users stays there. */
+        if (takes_users(&in->workers[current]) && !in->workers[current].reception)
+                return (int) current;
+
+        for (size_t i = 0; i < in->n_workers; i++) {
+                const PolicyWorker *w = &in->workers[i];
+
+                if (!takes_users(w))
+                        continue;
+                takers++;
+                sole = (ssize_t) i;
+                if (w->reception && reception < 0)
+                        reception = (ssize_t) i;
+        }
+        if (takers == 0)
+                return -ENOENT;
+        if (takers == 1)
+                return (int) sole; /* the sole worker always keeps */
+
+        /* The reception keeps while under its threshold, judged on a reading it has: a stale reception
+         * could be full, so it passes the user on (admission still falls back to it if nothing else can). */
+        if (reception >= 0 && judgeable(&in->workers[reception]) &&
+            in->workers[reception].occupancy < p->reception_threshold)
+                return (int) reception;
+
+        return policy_admit(in, p, ret_over);
+}

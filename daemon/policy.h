@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* DECIDE: placement, admission, scale-up and compaction by the capacity ledger. Pure functions of a
+ * snapshot of the pool (PolicyInput) and the parameters; the manager feeds them and acts. Every
+ * decision carries its inputs and a one-line reason so it can be journaled and replayed by hand. */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "time-util.h"
+
+typedef enum Freshness {
+        FRESHNESS_FRESH,      /* a complete reading no older than stale_after intervals */
+        FRESHNESS_NEW,        /* routable, no report yet, younger than stale_after: reads 0.0 and admits */
+        FRESHNESS_STALE,      /* last report (or birth) older than stale_after intervals */
+        FRESHNESS_MISSING,    /* the latest report lacks a component it should carry */
+        FRESHNESS_NO_CHANNEL, /* the channel closed (bad frame, EOF): no readings will come */
+        _FRESHNESS_MAX,
+        _FRESHNESS_INVALID = -EINVAL,
+} Freshness;
+
+const char *freshness_to_string(Freshness f);
+
+typedef struct PolicyWorker {
+        unsigned id;    /* wN */
+        bool reception; /* the group's reception (its first routable worker) */
+        bool routable;  /* false: a spawn in flight */
+        bool retiring;  /* draining or stopping: takes no new users, leaves the ledger */
+        Freshness freshness;
+        usec_t since;        /* when the reading stopped being fresh (for held reasons) */
+        const char *missing; /* for FRESHNESS_MISSING: the missing components, e.g. "cpu,memory" */
+        double occupancy;    /* evaluator value; meaningless unless FRESH or NEW */
+        uint32_t users;      /* logged-in users placed on it (from the surface) */
+} PolicyWorker;
+
+typedef struct PolicyParams {
+        double reception_threshold; /* keep threshold of the reception */
+        double admission_threshold;
+        double compaction_margin;
+        uint32_t min_workers;
+        uint32_t max_workers;     /* 0 = unbounded */
+        uint64_t min_free_memory; /* 0 = no check */
+} PolicyParams;
+
+typedef struct PolicyInput {
+        const PolicyWorker *workers; /* in spawn order: a higher index is a newer worker */
+        size_t n_workers;
+        uint64_t mem_available; /* bytes (MemAvailable); UINT64_MAX when unknown */
+        usec_t now;             /* CLOCK_MONOTONIC */
+} PolicyInput;
+
+typedef struct Ledger {
+        unsigned n;       /* workers in the ledger (routable, not retiring) */
+        double capacity;  /* C = reception_threshold + (n - 1) * admission_threshold */
+        double occupied;  /* O = sum of occupancy, retiring workers included (their users stay) */
+        double headroom;  /* H = C - O */
+        double threshold; /* margin * admission_threshold */
+} Ledger;
+
+typedef enum DecisionKind {
+        DECISION_NONE,       /* nothing to do */
+        DECISION_SPAWN,      /* grow by one worker */
+        DECISION_RETIRE,     /* retire `worker` (it has no users) */
+        DECISION_WAIT_MOVES, /* compaction chose `worker` but it has users: needs live moves first */
+        DECISION_WAIT,       /* a guard says wait: spawn in flight, a retire in progress */
+        DECISION_REFUSED,    /* a spawn is needed but refused: max_workers, min_free_memory */
+        DECISION_HELD,       /* depends on `worker`, whose reading is not fresh */
+        _DECISION_KIND_MAX,
+        _DECISION_KIND_INVALID = -EINVAL,
+} DecisionKind;
+
+const char *decision_kind_to_string(DecisionKind k);
+
+typedef struct Decision {
+        DecisionKind kind;
+        int worker;       /* target (retire, wait-moves) or culprit (held); -1 for none */
+        usec_t since;     /* held: since when the culprit's reading is not fresh */
+        Ledger ledger;    /* compaction inputs (also filled for scale-up, for the journal) */
+        char reason[256]; /* one line, e.g. "held: w3 no report for 17s" */
+} Decision;
+
+/* Scale-up: spawn when fewer than min_workers exist (in flight included), when no routable
+ * non-reception worker is under admission_threshold, or, in a group of one, when the reception is at or
+ * over reception_threshold. A spawn in flight → WAIT; max_workers reached or MemAvailable under
+ * min_free_memory → REFUSED; a decision that rests on a worker whose reading is not fresh → HELD.
+ *
+ * In order: the min_workers floor (counts routable + in flight, retiring excluded; rests on no reading,
+ * so it spawns even when every reading is stale); a spawn in flight → WAIT; a group of one (one routable
+ * non-retiring worker: the reception) → its occupancy against reception_threshold, HELD when it is not
+ * FRESH/NEW; a larger group → NONE as soon as one FRESH/NEW non-reception worker is under
+ * admission_threshold, else HELD on the first non-reception worker that is not FRESH/NEW (it can be
+ * counted neither as having room nor as full), else SPAWN. Every wanted spawn then passes the guards:
+ * max_workers (against the same non-retiring count: a draining worker is on its way out) and
+ * min_free_memory (skipped when mem_available is UINT64_MAX). */
+void policy_scale_up(const PolicyInput *in, const PolicyParams *p, Decision *ret);
+
+/* The capacity ledger: n and C over routable, non-retiring workers; O over every routable worker,
+ * retiring ones included (their users have to land on the survivors). n = 0 gives C = 0. */
+void policy_ledger(const PolicyInput *in, const PolicyParams *p, Ledger *ret);
+
+/* Compaction: when H > margin * admission_threshold and more than min_workers remain, pick the
+ * least-occupied routable non-reception, non-retiring worker: RETIRE when it has no users, WAIT_MOVES
+ * otherwise. HELD while any worker is not fresh, WAIT while a worker is already retiring or a spawn is
+ * in flight.
+ *
+ * In order: a worker retiring or a spawn in flight → WAIT; n <= min_workers → NONE; any routable worker
+ * not FRESH → HELD (NEW included: a worker that has not reported must not look idle); then the ledger.
+ * Ties on occupancy go to the newest worker. H > threshold guarantees H > (margin - 1) *
+ * admission_threshold after the retire, so one compaction does not call for a spawn. The Decision's
+ * ledger is always filled. */
+void policy_compaction(const PolicyInput *in, const PolicyParams *p, Decision *ret);
+
+/* Placement on login (reception-first): returns the index in in->workers of the worker that takes the
+ * user logging in on `current` (an index): the reception keeps it while under reception_threshold,
+ * the sole worker always keeps, otherwise admission picks. -ENOENT when no worker is routable.
+ *
+ * A user on a non-reception worker that takes users stays there (kept users stay kept): returns
+ * current. A user on the reception, or on a worker that no longer takes users (retiring), is placed
+ * reception-first. A reception that is not FRESH/NEW does not keep (it could be full). -EINVAL when
+ * current is out of range; -ENOENT when no worker is routable and non-retiring. *ret_over (may be NULL)
+ * as for policy_admit(), false when a worker keeps. */
+int policy_place(const PolicyInput *in, const PolicyParams *p, size_t current, bool *ret_over);
+
+/* Admission: among routable non-reception non-retiring workers with a FRESH or NEW reading, the minimum
+ * occupancy under admission_threshold; none under → the last of them with *ret_over = true (log a
+ * warning, scale-up will grow the group); none at all → the reception. -ENOENT when nothing is
+ * routable. Returns an index into in->workers.
+ *
+ * Ties on the minimum go to the first (oldest). A worker that is stale, missing or without channel is
+ * never picked while another takes users; with nothing else, the last of them is. *ret_over (may be
+ * NULL) is true whenever the pick is a fallback, not a worker with room (the reception fallback
+ * included). Retiring workers take no users: -ENOENT when only they are routable. */
+int policy_admit(const PolicyInput *in, const PolicyParams *p, bool *ret_over);

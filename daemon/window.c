@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+#include "window.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int window_init(Window *w, uint32_t capacity) {
+        Row *rows;
+
+        if (capacity == 0)
+                return -EINVAL;
+        rows = calloc(capacity, sizeof(Row));
+        if (!rows)
+                return -ENOMEM;
+        *w = (Window){.rows = rows, .capacity = capacity};
+        return 0;
+}
+
+void window_done(Window *w) {
+        free(w->rows);
+        *w = (Window){};
+}
+
+void window_clear(Window *w) {
+        w->count = 0;
+        w->head = 0;
+}
+
+void window_push(Window *w, const Row *row) {
+        w->rows[w->head] = *row;
+        w->head = w->head + 1 == w->capacity ? 0 : w->head + 1;
+        if (w->count < w->capacity)
+                w->count++;
+        w->total++;
+}
+
+const Row *window_row(const Window *w, uint32_t age) {
+        uint32_t i;
+
+        if (age >= w->count)
+                return NULL;
+        /* head is one past the newest; count <= capacity, so one wrap at most. */
+        i = w->head >= age + 1 ? w->head - age - 1 : w->head + w->capacity - age - 1;
+        return &w->rows[i];
+}
+
+const Row *window_latest(const Window *w) {
+        return window_row(w, 0);
+}
+
+/* A double from the wire is a reading only when present and finite: NaN would slip through every
+ * comparison and read as idle. */
+static bool take_double(bool present, double v, double *ret) {
+        if (!present || !isfinite(v))
+                return false;
+        *ret = v;
+        return true;
+}
+
+void row_from_report(Row *row, const ElasticPool__OccupancyReport *r, usec_t received) {
+        const ElasticPool__Executor *e = r->executor;
+        const ElasticPool__Pressure *ps = r->pressure;
+        const ElasticPool__Backlog *b = r->backlog;
+        const ElasticPool__Load *l = r->load;
+
+        *row = (Row){
+                .seq = r->has_seq ? r->seq : 0,
+                .monotonic = r->has_monotonic_usec ? r->monotonic_usec : 0,
+                .received = received,
+        };
+
+        row->has_cpu = take_double(r->has_cpu, r->cpu, &row->cpu);
+
+        if (r->has_memory_bytes) {
+                row->has_memory = true;
+                row->memory_bytes = r->memory_bytes;
+                row->memory_source = r->has_memory_source
+                                             ? (int) r->memory_source
+                                             : ELASTIC_POOL__MEMORY_SOURCE__MEMORY_SOURCE_UNSPECIFIED;
+        }
+
+        if (e && e->has_busy && e->has_total) {
+                row->has_executor = true;
+                row->executor_busy = e->busy;
+                row->executor_total = e->total;
+        }
+        if (e && e->has_queue_depth) {
+                row->has_executor_queue = true;
+                row->executor_queue = e->queue_depth;
+        }
+
+        if (r->has_users)
+                row->has_users = true, row->users = r->users;
+        if (r->has_active_users)
+                row->has_active_users = true, row->active_users = r->active_users;
+        if (r->has_pages)
+                row->has_pages = true, row->pages = r->pages;
+        if (r->has_connections)
+                row->has_connections = true, row->connections = r->connections;
+
+        if (ps) {
+                row->has_psi_cpu = take_double(ps->has_cpu_some_avg10, ps->cpu_some_avg10, &row->psi_cpu);
+                row->has_psi_memory =
+                        take_double(ps->has_memory_some_avg10, ps->memory_some_avg10, &row->psi_memory);
+        }
+
+        if (b && b->has_pending && b->has_outbox) {
+                row->has_backlog = true;
+                row->backlog_pending = b->pending;
+                row->backlog_outbox = b->outbox;
+        }
+
+        if (l)
+                row->has_load = take_double(l->has_avg1, l->avg1, &row->load1);
+}

@@ -1,0 +1,795 @@
+/* SPDX-License-Identifier: MIT */
+/* DECIDE, by tables of hand-made pools: scale-up and its guards, the capacity ledger on the seed's
+ * example, compaction and its holds, placement and admission. Reasons are checked for the worker names
+ * and numbers a reader needs to replay a journal line by hand. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "macro.h"
+#include "policy.h"
+
+#define EPS  1e-9
+#define S(x) ((usec_t) (x) *USEC_PER_SEC)
+#define NOW  S(100)
+
+#define assert_near(a, b) assert_near_at((a), (b), #a, __FILE__, __LINE__)
+static void assert_near_at(double a, double b, const char *what, const char *file, int line) {
+        if (fabs(a - b) > EPS) {
+                print_error("%s = %.12g, expected %.12g\n", what, a, b);
+                _fail(file, line);
+        }
+}
+
+#define assert_reason(d, needle) assert_reason_at((d), (needle), __FILE__, __LINE__)
+static void assert_reason_at(const Decision *d, const char *needle, const char *file, int line) {
+        if (!strstr(d->reason, needle)) {
+                print_error("reason \"%s\" lacks \"%s\"\n", d->reason, needle);
+                _fail(file, line);
+        }
+}
+
+#define assert_kind(d, k) assert_kind_at((d), (k), __FILE__, __LINE__)
+static void assert_kind_at(const Decision *d, DecisionKind k, const char *file, int line) {
+        if (d->kind != k) {
+                print_error("decision %s (\"%s\"), expected %s\n", decision_kind_to_string(d->kind),
+                            d->reason, decision_kind_to_string(k));
+                _fail(file, line);
+        }
+}
+
+/* The reception, a routable fresh worker, and the other states a worker can be in. */
+#define RECEPTION(i, occ) \
+        { .id = (i), .reception = true, .routable = true, .freshness = FRESHNESS_FRESH, .occupancy = (occ) }
+#define FRESH(i, occ) \
+        { .id = (i), .routable = true, .freshness = FRESHNESS_FRESH, .occupancy = (occ) }
+#define USERS(i, occ, u) \
+        { .id = (i), .routable = true, .freshness = FRESHNESS_FRESH, .occupancy = (occ), .users = (u) }
+#define NEWW(i) \
+        { .id = (i), .routable = true, .freshness = FRESHNESS_NEW, .since = S(97) }
+#define STALE(i, occ) \
+        { .id = (i), .routable = true, .freshness = FRESHNESS_STALE, .since = S(83), .occupancy = (occ) }
+#define MISSING(i, occ)                                                                      \
+        {                                                                                    \
+                .id = (i), .routable = true, .freshness = FRESHNESS_MISSING, .since = S(90), \
+                .missing = "cpu,memory", .occupancy = (occ)                                  \
+        }
+#define NOCHAN(i) \
+        { .id = (i), .routable = true, .freshness = FRESHNESS_NO_CHANNEL, .since = S(88) }
+#define INFLIGHT(i) \
+        { .id = (i), .routable = false, .freshness = FRESHNESS_NEW, .since = S(99) }
+#define RETIRING(i, occ) \
+        { .id = (i), .routable = true, .retiring = true, .freshness = FRESHNESS_FRESH, .occupancy = (occ) }
+
+static const PolicyParams defaults = {
+        .reception_threshold = 0.5,
+        .admission_threshold = 0.8,
+        .compaction_margin = 1.5,
+        .min_workers = 1,
+        .max_workers = 0,
+        .min_free_memory = 0,
+};
+
+static PolicyInput input(const PolicyWorker *w, size_t n) {
+        return (PolicyInput){.workers = w, .n_workers = n, .mem_available = UINT64_MAX, .now = NOW};
+}
+#define INPUT(arr) input((arr), ELEMENTSOF(arr))
+
+static void test_freshness_to_string(void **state) {
+        assert_string_equal(freshness_to_string(FRESHNESS_FRESH), "fresh");
+        assert_string_equal(freshness_to_string(FRESHNESS_NEW), "new");
+        assert_string_equal(freshness_to_string(FRESHNESS_STALE), "stale");
+        assert_string_equal(freshness_to_string(FRESHNESS_MISSING), "missing");
+        assert_string_equal(freshness_to_string(FRESHNESS_NO_CHANNEL), "no-channel");
+        assert_null(freshness_to_string(_FRESHNESS_MAX));
+        assert_null(freshness_to_string(_FRESHNESS_INVALID));
+}
+
+static void test_decision_kind_to_string(void **state) {
+        static const char *const names[] = {"none", "spawn",   "retire", "wait-moves",
+                                            "wait", "refused", "held"};
+
+        assert_int_equal(ELEMENTSOF(names), _DECISION_KIND_MAX);
+        for (DecisionKind k = 0; k < _DECISION_KIND_MAX; k++)
+                assert_string_equal(decision_kind_to_string(k), names[k]);
+        assert_null(decision_kind_to_string(_DECISION_KIND_MAX));
+        assert_null(decision_kind_to_string(_DECISION_KIND_INVALID));
+}
+
+/* ---- scale-up ---- */
+
+static void test_policy_scale_up_group_of_one(void **state) {
+        static const struct {
+                double occupancy;
+                DecisionKind expect;
+                const char *reason;
+        } cases[] = {
+                {0.0, DECISION_NONE, "w1 at 0.000 < reception_threshold=0.500"},
+                {0.49, DECISION_NONE, "w1 at 0.490 < reception_threshold=0.500"},
+                {0.5, DECISION_SPAWN, "w1 at 0.500 >= reception_threshold=0.500"},
+                {0.93, DECISION_SPAWN, "w1 at 0.930 >= reception_threshold=0.500"},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                PolicyWorker w[] = {RECEPTION(1, cases[i].occupancy)};
+                PolicyInput in = INPUT(w);
+                Decision d;
+
+                policy_scale_up(&in, &defaults, &d);
+                assert_kind(&d, cases[i].expect);
+                assert_reason(&d, cases[i].reason);
+                assert_int_equal(d.worker, -1);
+                assert_int_equal(d.ledger.n, 1);
+                assert_near(d.ledger.capacity, 0.5);
+        }
+}
+
+/* A group of one counts non-retiring workers: the reception with a retiring peer is alone. */
+static void test_policy_scale_up_group_of_one_with_retiring(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.7), RETIRING(2, 0.1)};
+        PolicyInput in = INPUT(w);
+        Decision d;
+
+        policy_scale_up(&in, &defaults, &d);
+        assert_kind(&d, DECISION_SPAWN);
+        assert_reason(&d, "sole worker w1 at 0.700");
+}
+
+static void test_policy_scale_up_min_workers_floor(void **state) {
+        PolicyParams p = defaults;
+        Decision d;
+
+        p.min_workers = 3;
+        {
+                /* floor first, whatever the readings say */
+                const PolicyWorker w[] = {RECEPTION(1, 0.0), STALE(2, 0.0)};
+                PolicyInput in = INPUT(w);
+
+                policy_scale_up(&in, &p, &d);
+                assert_kind(&d, DECISION_SPAWN);
+                assert_reason(&d, "2 workers (2 routable, 0 in flight) under min_workers=3");
+        }
+        {
+                /* a spawn in flight counts toward the floor, a retiring worker does not */
+                const PolicyWorker w[] = {RECEPTION(1, 0.0), INFLIGHT(2), RETIRING(3, 0.0)};
+                PolicyInput in = INPUT(w);
+
+                policy_scale_up(&in, &p, &d);
+                assert_kind(&d, DECISION_SPAWN);
+                assert_reason(&d, "2 workers (1 routable, 1 in flight) under min_workers=3");
+        }
+        {
+                /* the floor reached with one in flight: wait for it */
+                const PolicyWorker w[] = {RECEPTION(1, 0.0), FRESH(2, 0.1), INFLIGHT(3)};
+                PolicyInput in = INPUT(w);
+
+                policy_scale_up(&in, &p, &d);
+                assert_kind(&d, DECISION_WAIT);
+        }
+        {
+                /* an empty group */
+                PolicyInput in = input(NULL, 0);
+
+                policy_scale_up(&in, &defaults, &d);
+                assert_kind(&d, DECISION_SPAWN);
+                assert_reason(&d, "0 workers (0 routable, 0 in flight) under min_workers=1");
+                assert_int_equal(d.ledger.n, 0);
+                assert_near(d.ledger.capacity, 0.0);
+        }
+}
+
+static void test_policy_scale_up_spawn_in_flight_waits(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.95), FRESH(2, 0.9), INFLIGHT(3)};
+        PolicyInput in = INPUT(w);
+        Decision d;
+
+        policy_scale_up(&in, &defaults, &d);
+        assert_kind(&d, DECISION_WAIT);
+        assert_int_equal(d.worker, 3);
+        assert_reason(&d, "w3 spawn in flight");
+}
+
+static void test_policy_scale_up_max_workers_refused(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.6), FRESH(2, 0.85), FRESH(3, 0.9)};
+        const PolicyWorker with_retiring[] = {RECEPTION(1, 0.6), FRESH(2, 0.85), RETIRING(3, 0.2)};
+        PolicyParams p = defaults;
+        PolicyInput in = INPUT(w);
+        Decision d;
+
+        p.max_workers = 3;
+        policy_scale_up(&in, &p, &d);
+        assert_kind(&d, DECISION_REFUSED);
+        assert_reason(&d, "max_workers=3 reached");
+        assert_reason(&d, "w2 0.850 w3 0.900");
+
+        p.max_workers = 4;
+        policy_scale_up(&in, &p, &d);
+        assert_kind(&d, DECISION_SPAWN);
+
+        /* a retiring worker is on its way out: it does not hold a place under max_workers */
+        p.max_workers = 3;
+        in = INPUT(with_retiring);
+        policy_scale_up(&in, &p, &d);
+        assert_kind(&d, DECISION_SPAWN);
+}
+
+static void test_policy_scale_up_memory_refused(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.7)};
+        PolicyParams p = defaults;
+        PolicyInput in = INPUT(w);
+        Decision d;
+
+        p.min_free_memory = 256ULL << 20;
+        in.mem_available = 100ULL << 20;
+        policy_scale_up(&in, &p, &d);
+        assert_kind(&d, DECISION_REFUSED);
+        assert_reason(&d, "MemAvailable=104857600 < min_free_memory=268435456");
+        assert_reason(&d, "w1 at 0.700");
+
+        in.mem_available = 256ULL << 20; /* exactly the minimum is enough */
+        policy_scale_up(&in, &p, &d);
+        assert_kind(&d, DECISION_SPAWN);
+
+        in.mem_available = UINT64_MAX; /* unknown: no check */
+        policy_scale_up(&in, &p, &d);
+        assert_kind(&d, DECISION_SPAWN);
+
+        /* the floor is refused the same way */
+        in = input(NULL, 0);
+        in.mem_available = 1;
+        policy_scale_up(&in, &p, &d);
+        assert_kind(&d, DECISION_REFUSED);
+        assert_reason(&d, "under min_workers=1");
+}
+
+static void test_policy_scale_up_larger_group(void **state) {
+        static const struct {
+                const char *name;
+                PolicyWorker w[4];
+                size_t n;
+                DecisionKind expect;
+                const char *reason;
+        } cases[] = {
+                {"room on w3",
+                 {RECEPTION(1, 0.9), FRESH(2, 0.85), FRESH(3, 0.4)},
+                 3,
+                 DECISION_NONE,
+                 "w3 has room: 0.400 < admission_threshold=0.800"},
+                {"least occupied room named",
+                 {RECEPTION(1, 0.9), FRESH(2, 0.6), FRESH(3, 0.4), FRESH(4, 0.7)},
+                 4,
+                 DECISION_NONE,
+                 "w3 has room"},
+                {"all full",
+                 {RECEPTION(1, 0.1), FRESH(2, 0.85), FRESH(3, 0.8)},
+                 3,
+                 DECISION_SPAWN,
+                 "no worker under admission_threshold=0.800: w2 0.850 w3 0.800"},
+                {"a new worker has room",
+                 {RECEPTION(1, 0.9), FRESH(2, 0.85), NEWW(3)},
+                 3,
+                 DECISION_NONE,
+                 "w3 has room: 0.000"},
+                {"the reception does not count as room",
+                 {RECEPTION(1, 0.0), FRESH(2, 0.95)},
+                 2,
+                 DECISION_SPAWN,
+                 "w2 0.950"},
+                /* room on a fresh worker answers whatever the stale one reads */
+                {"room beside a stale worker",
+                 {RECEPTION(1, 0.9), STALE(2, 0.0), FRESH(3, 0.3)},
+                 3,
+                 DECISION_NONE,
+                 "w3 has room"},
+                /* a stale reception plays no part in a larger group */
+                {"stale reception ignored",
+                 {{.id = 1, .reception = true, .routable = true, .freshness = FRESHNESS_STALE},
+                  FRESH(2, 0.9)},
+                 2,
+                 DECISION_SPAWN,
+                 "w2 0.900"},
+                /* retiring workers are no room */
+                {"retiring is no room",
+                 {RECEPTION(1, 0.2), FRESH(2, 0.9), RETIRING(3, 0.1)},
+                 3,
+                 DECISION_SPAWN,
+                 "w2 0.900"},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                PolicyInput in = input(cases[i].w, cases[i].n);
+                Decision d;
+
+                policy_scale_up(&in, &defaults, &d);
+                if (d.kind != cases[i].expect || !strstr(d.reason, cases[i].reason)) {
+                        print_error("case '%s': %s \"%s\", expected %s \"%s\"\n", cases[i].name,
+                                    decision_kind_to_string(d.kind), d.reason,
+                                    decision_kind_to_string(cases[i].expect), cases[i].reason);
+                        fail();
+                }
+        }
+}
+
+/* Without fresh room, a stale worker can be counted neither as having room nor as full: held. */
+static void test_policy_scale_up_held_on_stale(void **state) {
+        static const struct {
+                const char *name;
+                PolicyWorker w[4];
+                size_t n;
+                int culprit;
+                usec_t since;
+                const char *reason;
+        } cases[] = {
+                {"stale",
+                 {RECEPTION(1, 0.2), FRESH(2, 0.9), STALE(3, 0.1)},
+                 3,
+                 3,
+                 S(83),
+                 "held: w3 no report for 17s"},
+                {"missing",
+                 {RECEPTION(1, 0.2), MISSING(2, 0.1), FRESH(3, 0.95)},
+                 3,
+                 2,
+                 S(90),
+                 "held: w2 report lacks cpu,memory for 10s"},
+                {"no channel",
+                 {RECEPTION(1, 0.2), NOCHAN(4), FRESH(3, 0.95)},
+                 3,
+                 4,
+                 S(88),
+                 "held: w4 channel closed 12s ago"},
+                {"first of two named",
+                 {RECEPTION(1, 0.2), STALE(2, 0.1), NOCHAN(3)},
+                 3,
+                 2,
+                 S(83),
+                 "held: w2 no report for 17s (2 unjudgeable"},
+                {"sole worker stale",
+                 {{.id = 1,
+                   .reception = true,
+                   .routable = true,
+                   .freshness = FRESHNESS_STALE,
+                   .since = S(40)}},
+                 1,
+                 1,
+                 S(40),
+                 "held: w1 no report for 1min 0s"},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                PolicyInput in = input(cases[i].w, cases[i].n);
+                Decision d;
+
+                policy_scale_up(&in, &defaults, &d);
+                if (d.kind != DECISION_HELD || d.worker != cases[i].culprit || d.since != cases[i].since ||
+                    !strstr(d.reason, cases[i].reason)) {
+                        print_error("case '%s': %s w%d since %llu \"%s\"\n", cases[i].name,
+                                    decision_kind_to_string(d.kind), d.worker, (unsigned long long) d.since,
+                                    d.reason);
+                        fail();
+                }
+        }
+}
+
+/* The reason never overflows, even listing a thousand full workers. */
+static void test_policy_scale_up_reason_truncated(void **state) {
+        PolicyWorker w[1000];
+        PolicyInput in;
+        Decision d;
+
+        for (size_t i = 0; i < ELEMENTSOF(w); i++)
+                w[i] = (PolicyWorker) FRESH((unsigned) i + 1, 0.9);
+        w[0].reception = true;
+        in = INPUT(w);
+        policy_scale_up(&in, &defaults, &d);
+        assert_kind(&d, DECISION_SPAWN);
+        assert_true(strlen(d.reason) < sizeof d.reason);
+        assert_reason(&d, "w2 0.900 w3 0.900");
+        assert_string_equal(d.reason + strlen(d.reason) - 3, "...");
+}
+
+/* ---- the capacity ledger ---- */
+
+/* The seed's example: 4 workers, C = 2.9; O = 2.3 leaves nothing to do, O = 1.5 compacts. */
+static void test_policy_ledger_seed_example(void **state) {
+        const PolicyWorker busy[] = {RECEPTION(1, 0.4), FRESH(2, 0.7), FRESH(3, 0.6), FRESH(4, 0.6)};
+        const PolicyWorker idle[] = {RECEPTION(1, 0.1), FRESH(2, 0.5), FRESH(3, 0.4), FRESH(4, 0.5)};
+        PolicyInput in = INPUT(busy);
+        Ledger l;
+
+        policy_ledger(&in, &defaults, &l);
+        assert_int_equal(l.n, 4);
+        assert_near(l.capacity, 2.9);
+        assert_near(l.occupied, 2.3);
+        assert_near(l.headroom, 0.6);
+        assert_near(l.threshold, 1.2);
+        assert_false(l.headroom > l.threshold);
+
+        in = INPUT(idle);
+        policy_ledger(&in, &defaults, &l);
+        assert_near(l.capacity, 2.9);
+        assert_near(l.occupied, 1.5);
+        assert_near(l.headroom, 1.4);
+        assert_true(l.headroom > l.threshold);
+}
+
+/* After retiring one, its users land on the survivors: n drops, O does not, H stays > 0.4. */
+static void test_policy_ledger_after_retire(void **state) {
+        const PolicyWorker retiring[] = {RECEPTION(1, 0.1), FRESH(2, 0.5), RETIRING(3, 0.4), FRESH(4, 0.5)};
+        const PolicyWorker moved[] = {RECEPTION(1, 0.1), FRESH(2, 0.7), FRESH(4, 0.7)};
+        PolicyInput in = INPUT(retiring);
+        Ledger l;
+
+        policy_ledger(&in, &defaults, &l);
+        assert_int_equal(l.n, 3);
+        assert_near(l.capacity, 2.1);
+        assert_near(l.occupied, 1.5);
+        assert_near(l.headroom, 0.6);
+        assert_true(l.headroom > (defaults.compaction_margin - 1) * defaults.admission_threshold);
+
+        in = INPUT(moved);
+        policy_ledger(&in, &defaults, &l);
+        assert_int_equal(l.n, 3);
+        assert_near(l.headroom, 0.6);
+        assert_true(l.headroom > 0.4);
+        assert_false(l.headroom > l.threshold); /* no second compaction: no flapping */
+}
+
+/* Workers in flight are not in the ledger: no reading, no capacity yet. */
+static void test_policy_ledger_ignores_in_flight(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.3), INFLIGHT(2)};
+        PolicyInput in = INPUT(w);
+        Ledger l;
+
+        policy_ledger(&in, &defaults, &l);
+        assert_int_equal(l.n, 1);
+        assert_near(l.capacity, 0.5);
+        assert_near(l.occupied, 0.3);
+}
+
+/* ---- compaction ---- */
+
+static void test_policy_compaction_seed_example(void **state) {
+        const PolicyWorker busy[] = {RECEPTION(1, 0.4), FRESH(2, 0.7), FRESH(3, 0.6), FRESH(4, 0.6)};
+        const PolicyWorker idle[] = {RECEPTION(1, 0.1), FRESH(2, 0.5), FRESH(3, 0.4), FRESH(4, 0.5)};
+        const PolicyWorker after[] = {RECEPTION(1, 0.1), FRESH(2, 0.7), FRESH(4, 0.7)};
+        PolicyInput in = INPUT(busy);
+        Decision d;
+
+        policy_compaction(&in, &defaults, &d);
+        assert_kind(&d, DECISION_NONE);
+        assert_int_equal(d.worker, -1);
+        assert_reason(&d, "H=0.600 <= 1.200 (C=2.900 O=2.300 n=4 margin=1.50)");
+        assert_near(d.ledger.capacity, 2.9);
+
+        /* the reception (0.1) is the least occupied, and never the one compacted */
+        in = INPUT(idle);
+        policy_compaction(&in, &defaults, &d);
+        assert_kind(&d, DECISION_RETIRE);
+        assert_int_equal(d.worker, 3);
+        assert_reason(&d, "retire w3 (occupancy 0.400, no users): H=1.400 > 1.200 (C=2.900 O=1.500 n=4");
+        assert_near(d.ledger.headroom, 1.4);
+
+        in = INPUT(after);
+        policy_compaction(&in, &defaults, &d);
+        assert_kind(&d, DECISION_NONE);
+        assert_near(d.ledger.headroom, 0.6);
+}
+
+static void test_policy_compaction_with_users_waits_for_moves(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.1), USERS(2, 0.5, 2), USERS(3, 0.4, 4), USERS(4, 0.5, 1)};
+        PolicyInput in = INPUT(w);
+        Decision d;
+
+        policy_compaction(&in, &defaults, &d);
+        assert_kind(&d, DECISION_WAIT_MOVES);
+        assert_int_equal(d.worker, 3);
+        assert_reason(&d, "w3 has 4 users: retiring it waits for live moves");
+        assert_reason(&d, "H=1.400 > 1.200");
+}
+
+/* Ties go to the newest; the reception is never picked even when it alone is idle. */
+static void test_policy_compaction_picks_least_occupied(void **state) {
+        const PolicyWorker tie[] = {RECEPTION(1, 0.0), FRESH(2, 0.1), FRESH(3, 0.1), FRESH(4, 0.2)};
+        const PolicyWorker only_reception_idle[] = {RECEPTION(1, 0.0), FRESH(2, 0.3), FRESH(3, 0.35)};
+        PolicyInput in = INPUT(tie);
+        Decision d;
+
+        policy_compaction(&in, &defaults, &d);
+        assert_kind(&d, DECISION_RETIRE);
+        assert_int_equal(d.worker, 3);
+
+        in = INPUT(only_reception_idle);
+        policy_compaction(&in, &defaults, &d);
+        assert_kind(&d, DECISION_RETIRE);
+        assert_int_equal(d.worker, 2);
+}
+
+static void test_policy_compaction_held_when_not_fresh(void **state) {
+        static const struct {
+                const char *name;
+                PolicyWorker w[4];
+                int culprit;
+                const char *reason;
+        } cases[] = {
+                {"stale",
+                 {RECEPTION(1, 0.1), FRESH(2, 0.1), STALE(3, 0.0), FRESH(4, 0.1)},
+                 3,
+                 "held: w3 no report for 17s"},
+                {"missing",
+                 {RECEPTION(1, 0.1), MISSING(2, 0.0), FRESH(3, 0.1), FRESH(4, 0.1)},
+                 2,
+                 "held: w2 report lacks cpu,memory for 10s"},
+                {"new has not reported",
+                 {RECEPTION(1, 0.1), FRESH(2, 0.1), FRESH(3, 0.1), NEWW(4)},
+                 4,
+                 "held: w4 has not reported yet (routable for 3s)"},
+                {"no channel",
+                 {RECEPTION(1, 0.1), FRESH(2, 0.1), NOCHAN(3), FRESH(4, 0.1)},
+                 3,
+                 "held: w3 channel closed 12s ago"},
+                {"the reception counts too",
+                 {{.id = 1,
+                   .reception = true,
+                   .routable = true,
+                   .freshness = FRESHNESS_STALE,
+                   .since = S(83)},
+                  FRESH(2, 0.1),
+                  FRESH(3, 0.1),
+                  FRESH(4, 0.1)},
+                 1,
+                 "held: w1 no report for 17s"},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                PolicyInput in = input(cases[i].w, 4);
+                Decision d;
+
+                policy_compaction(&in, &defaults, &d);
+                if (d.kind != DECISION_HELD || d.worker != cases[i].culprit ||
+                    !strstr(d.reason, cases[i].reason)) {
+                        print_error("case '%s': %s w%d \"%s\"\n", cases[i].name,
+                                    decision_kind_to_string(d.kind), d.worker, d.reason);
+                        fail();
+                }
+                assert_int_equal(d.ledger.n, 4); /* the ledger is filled even when held */
+        }
+}
+
+static void test_policy_compaction_waits_while_retiring_or_spawning(void **state) {
+        const PolicyWorker retiring[] = {RECEPTION(1, 0.0), FRESH(2, 0.0), FRESH(3, 0.0), RETIRING(4, 0.0)};
+        const PolicyWorker spawning[] = {RECEPTION(1, 0.0), FRESH(2, 0.0), FRESH(3, 0.0), INFLIGHT(4)};
+        PolicyInput in = INPUT(retiring);
+        Decision d;
+
+        policy_compaction(&in, &defaults, &d);
+        assert_kind(&d, DECISION_WAIT);
+        assert_int_equal(d.worker, 4);
+        assert_reason(&d, "w4 is retiring");
+
+        in = INPUT(spawning);
+        policy_compaction(&in, &defaults, &d);
+        assert_kind(&d, DECISION_WAIT);
+        assert_reason(&d, "w4 spawn in flight");
+}
+
+static void test_policy_compaction_min_workers_floor(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.0), FRESH(2, 0.0), FRESH(3, 0.0)};
+        const PolicyWorker sole[] = {RECEPTION(1, 0.0)};
+        PolicyParams p = defaults;
+        PolicyInput in = INPUT(w);
+        Decision d;
+
+        p.min_workers = 3;
+        policy_compaction(&in, &p, &d);
+        assert_kind(&d, DECISION_NONE);
+        assert_reason(&d, "n=3 at min_workers=3");
+        assert_true(d.ledger.headroom > d.ledger.threshold);
+
+        p.min_workers = 2;
+        policy_compaction(&in, &p, &d);
+        assert_kind(&d, DECISION_RETIRE);
+        assert_int_equal(d.worker, 3);
+
+        in = INPUT(sole);
+        policy_compaction(&in, &defaults, &d);
+        assert_kind(&d, DECISION_NONE);
+}
+
+/* ---- placement and admission ---- */
+
+static void test_policy_place_reception_keeps_under_threshold(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.49), FRESH(2, 0.2)};
+        PolicyInput in = INPUT(w);
+        bool over = true;
+
+        assert_int_equal(policy_place(&in, &defaults, 0, &over), 0);
+        assert_false(over);
+}
+
+static void test_policy_place_reception_passes_over_threshold(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.5), FRESH(2, 0.6), FRESH(3, 0.3)};
+        PolicyInput in = INPUT(w);
+        bool over = true;
+
+        assert_int_equal(policy_place(&in, &defaults, 0, &over), 2);
+        assert_false(over);
+}
+
+static void test_policy_place_sole_worker_keeps(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.99)};
+        const PolicyWorker stale[] = {
+                {.id = 1, .reception = true, .routable = true, .freshness = FRESHNESS_STALE}};
+        const PolicyWorker with_others[] = {RECEPTION(1, 0.99), INFLIGHT(2), RETIRING(3, 0.0)};
+        PolicyInput in = INPUT(w);
+        bool over = true;
+
+        assert_int_equal(policy_place(&in, &defaults, 0, &over), 0);
+        assert_false(over);
+        in = INPUT(stale);
+        assert_int_equal(policy_place(&in, &defaults, 0, &over), 0);
+        in = INPUT(with_others);
+        assert_int_equal(policy_place(&in, &defaults, 0, &over), 0);
+        /* a user logging in on the retiring worker lands on the sole one */
+        assert_int_equal(policy_place(&in, &defaults, 2, &over), 0);
+}
+
+static void test_policy_place_kept_users_stay(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.1), FRESH(2, 0.95), FRESH(3, 0.1)};
+        PolicyInput in = INPUT(w);
+        bool over = true;
+
+        assert_int_equal(policy_place(&in, &defaults, 1, &over), 1);
+        assert_false(over);
+        assert_int_equal(policy_place(&in, &defaults, 1, NULL), 1);
+}
+
+/* A user on a worker that takes no more users is placed reception-first. */
+static void test_policy_place_from_retiring(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.1), RETIRING(2, 0.3), FRESH(3, 0.2)};
+        const PolicyWorker busy_reception[] = {RECEPTION(1, 0.7), RETIRING(2, 0.3), FRESH(3, 0.2)};
+        PolicyInput in = INPUT(w);
+
+        assert_int_equal(policy_place(&in, &defaults, 1, NULL), 0);
+        in = INPUT(busy_reception);
+        assert_int_equal(policy_place(&in, &defaults, 1, NULL), 2);
+}
+
+/* A reception whose reading is unknown could be full: it passes the user on. */
+static void test_policy_place_stale_reception_passes(void **state) {
+        const PolicyWorker w[] = {
+                {.id = 1, .reception = true, .routable = true, .freshness = FRESHNESS_STALE}, FRESH(2, 0.3)};
+        const PolicyWorker new_reception[] = {
+                {.id = 1, .reception = true, .routable = true, .freshness = FRESHNESS_NEW}, FRESH(2, 0.3)};
+        PolicyInput in = INPUT(w);
+
+        assert_int_equal(policy_place(&in, &defaults, 0, NULL), 1);
+        in = INPUT(new_reception);
+        assert_int_equal(policy_place(&in, &defaults, 0, NULL), 0); /* NEW reads 0.0 and admits */
+}
+
+static void test_policy_place_errors(void **state) {
+        const PolicyWorker none_routable[] = {INFLIGHT(1), RETIRING(2, 0.1)};
+        PolicyInput in = INPUT(none_routable);
+
+        assert_int_equal(policy_place(&in, &defaults, 0, NULL), -ENOENT);
+        assert_int_equal(policy_place(&in, &defaults, 2, NULL), -EINVAL);
+        in = input(NULL, 0);
+        assert_int_equal(policy_place(&in, &defaults, 0, NULL), -EINVAL);
+}
+
+static void test_policy_admit_min_under_threshold(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.0), FRESH(2, 0.6), FRESH(3, 0.3), FRESH(4, 0.9),
+                                  FRESH(5, 0.3)};
+        PolicyInput in = INPUT(w);
+        bool over = true;
+
+        assert_int_equal(policy_admit(&in, &defaults, &over), 2); /* the first of the tied minimum */
+        assert_false(over);
+}
+
+static void test_policy_admit_none_under_takes_last(void **state) {
+        const PolicyWorker w[] = {RECEPTION(1, 0.0), FRESH(2, 0.85), FRESH(3, 0.8), FRESH(4, 0.95),
+                                  RETIRING(5, 0.1)};
+        PolicyInput in = INPUT(w);
+        bool over = false;
+
+        assert_int_equal(policy_admit(&in, &defaults, &over), 3);
+        assert_true(over);
+}
+
+static void test_policy_admit_skips_stale(void **state) {
+        static const struct {
+                const char *name;
+                PolicyWorker w[4];
+                size_t n;
+                int expect;
+                bool over;
+        } cases[] = {
+                {"stale idle skipped", {RECEPTION(1, 0.0), STALE(2, 0.0), FRESH(3, 0.5)}, 3, 2, false},
+                {"missing skipped", {RECEPTION(1, 0.0), MISSING(2, 0.0), FRESH(3, 0.5)}, 3, 2, false},
+                {"no channel skipped", {RECEPTION(1, 0.0), FRESH(2, 0.5), NOCHAN(3)}, 3, 1, false},
+                {"new admits", {RECEPTION(1, 0.0), FRESH(2, 0.5), NEWW(3)}, 3, 2, false},
+                {"a full fresh one beats a stale one",
+                 {RECEPTION(1, 0.0), FRESH(2, 0.9), STALE(3, 0.0)},
+                 3,
+                 1,
+                 true},
+                {"only stale: the reception", {RECEPTION(1, 0.7), STALE(2, 0.0), NOCHAN(3)}, 3, 0, true},
+                {"only stale, no reception: the last stale",
+                 {{.id = 1, .reception = true, .routable = true, .retiring = true},
+                  STALE(2, 0.0),
+                  NOCHAN(3)},
+                 3,
+                 2,
+                 true},
+                {"reception alone", {RECEPTION(1, 0.2)}, 1, 0, true},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                PolicyInput in = input(cases[i].w, cases[i].n);
+                bool over = !cases[i].over;
+                int r;
+
+                r = policy_admit(&in, &defaults, &over);
+                if (r != cases[i].expect || over != cases[i].over) {
+                        print_error("case '%s': %d over=%d, expected %d over=%d\n", cases[i].name, r, over,
+                                    cases[i].expect, cases[i].over);
+                        fail();
+                }
+        }
+}
+
+static void test_policy_admit_no_routable(void **state) {
+        const PolicyWorker w[] = {INFLIGHT(1), RETIRING(2, 0.0)};
+        PolicyInput in = INPUT(w);
+        bool over = false;
+
+        assert_int_equal(policy_admit(&in, &defaults, &over), -ENOENT);
+        in = input(NULL, 0);
+        assert_int_equal(policy_admit(&in, &defaults, NULL), -ENOENT);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_freshness_to_string),
+                cmocka_unit_test(test_decision_kind_to_string),
+                cmocka_unit_test(test_policy_scale_up_group_of_one),
+                cmocka_unit_test(test_policy_scale_up_group_of_one_with_retiring),
+                cmocka_unit_test(test_policy_scale_up_min_workers_floor),
+                cmocka_unit_test(test_policy_scale_up_spawn_in_flight_waits),
+                cmocka_unit_test(test_policy_scale_up_max_workers_refused),
+                cmocka_unit_test(test_policy_scale_up_memory_refused),
+                cmocka_unit_test(test_policy_scale_up_larger_group),
+                cmocka_unit_test(test_policy_scale_up_held_on_stale),
+                cmocka_unit_test(test_policy_scale_up_reason_truncated),
+                cmocka_unit_test(test_policy_ledger_seed_example),
+                cmocka_unit_test(test_policy_ledger_after_retire),
+                cmocka_unit_test(test_policy_ledger_ignores_in_flight),
+                cmocka_unit_test(test_policy_compaction_seed_example),
+                cmocka_unit_test(test_policy_compaction_with_users_waits_for_moves),
+                cmocka_unit_test(test_policy_compaction_picks_least_occupied),
+                cmocka_unit_test(test_policy_compaction_held_when_not_fresh),
+                cmocka_unit_test(test_policy_compaction_waits_while_retiring_or_spawning),
+                cmocka_unit_test(test_policy_compaction_min_workers_floor),
+                cmocka_unit_test(test_policy_place_reception_keeps_under_threshold),
+                cmocka_unit_test(test_policy_place_reception_passes_over_threshold),
+                cmocka_unit_test(test_policy_place_sole_worker_keeps),
+                cmocka_unit_test(test_policy_place_kept_users_stay),
+                cmocka_unit_test(test_policy_place_from_retiring),
+                cmocka_unit_test(test_policy_place_stale_reception_passes),
+                cmocka_unit_test(test_policy_place_errors),
+                cmocka_unit_test(test_policy_admit_min_under_threshold),
+                cmocka_unit_test(test_policy_admit_none_under_takes_last),
+                cmocka_unit_test(test_policy_admit_skips_stale),
+                cmocka_unit_test(test_policy_admit_no_routable),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
