@@ -1,0 +1,736 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP/1.1 client side of the front end: one accepted socket, one http-parser, one exchange at a time.
+ *
+ * Shape (after nghttp2's libevent-server and h2o): the socket's events and http-parser's callbacks only
+ * record what happened; advance() then moves the connection on from the event loop. ClientOps calls from
+ * the router and the forward side queue output and set flags, never free anything: exchange_free() and
+ * the connection's own teardown run only from this file's event handlers, so no caller ever returns into
+ * freed memory.
+ *
+ * Requests are answered strictly in order because only one exchange exists per connection: the parser is
+ * paused on message completion and pipelined bytes wait in the read buffer until the response is
+ * complete. Every head passes the byte pre-scan of frontend_h1_head.c before the (non-strict) parser sees
+ * it, and every check that can reject a request runs before exchange_begin(), so nothing malformed
+ * reaches a worker. */
+#include "frontend_h1.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "cleanup.h"
+#include "fd-util.h"
+#include "log.h"
+#include "macro.h"
+
+#define H1_READ_BUFFER    (16U * 1024U)
+#define H1_TIMER_ACCURACY (10U * USEC_PER_MSEC)
+/* advance() rounds before yielding to the loop: one busy client cannot starve the others. */
+#define H1_ROUNDS 32U
+/* Buffers grown past these by one big head or response are given back once idle. */
+#define H1_WRITE_KEEP (64U * 1024U)
+#define H1_ARENA_KEEP (16U * 1024U)
+
+H1Tunables h1_tunables = {
+        .shutdown_grace = 1 * USEC_PER_SEC,
+        .linger = 2 * USEC_PER_SEC,
+        .write_high = 256U * 1024U,
+        .write_low = 64U * 1024U,
+};
+
+static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+#define H2_PREFACE_LEN (sizeof h2_preface - 1)
+
+static const FrontendConnectionOps h1_connection_ops;
+
+/* ---- time, logging ------------------------------------------------------------------------------ */
+
+usec_t h1_now(H1Connection *c) {
+        usec_t now;
+
+        if (sd_event_now(frontend_event(c->fe), CLOCK_MONOTONIC, &now) < 0)
+                return now_usec(CLOCK_MONOTONIC);
+        return now;
+}
+
+static usec_t usec_add(usec_t a, usec_t b) {
+        if (a == USEC_INFINITY || b == USEC_INFINITY || b == 0 || a > USEC_INFINITY - b)
+                return USEC_INFINITY; /* a zero timeout is no timeout */
+        return a + b;
+}
+
+static const char *format_peer(const struct sockaddr_storage *ss, char *buf, size_t size) {
+        char a[INET6_ADDRSTRLEN];
+
+        if (ss->ss_family == AF_INET) {
+                const struct sockaddr_in *in = (const struct sockaddr_in *) ss;
+                snprintf(buf, size, "%s:%u", inet_ntop(AF_INET, &in->sin_addr, a, sizeof a) ?: "?",
+                         (unsigned) ntohs(in->sin_port));
+        } else if (ss->ss_family == AF_INET6) {
+                const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) ss;
+                snprintf(buf, size, "[%s]:%u", inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof a) ?: "?",
+                         (unsigned) ntohs(in6->sin6_port));
+        } else if (ss->ss_family == AF_UNIX)
+                snprintf(buf, size, "unix");
+        else
+                snprintf(buf, size, "unknown");
+        return buf;
+}
+
+void h1_log_client_error(H1Connection *c, unsigned status, const char *reason) {
+        char peer[INET6_ADDRSTRLEN + 16];
+
+        /* the front end's limiter: one budget of lines per second for all its protocols */
+        format_peer(&c->fc.peer, peer, sizeof peer);
+        if (status == 0)
+                frontend_log_client_error(c->fe, "HTTP/1.1 client %s%s%s: %s", peer, c->x ? " request " : "",
+                                          c->x ? c->x->id : "", reason);
+        else
+                frontend_log_client_error(c->fe, "HTTP/1.1 client %s%s%s: %u %s: %s", peer,
+                                          c->x ? " request " : "", c->x ? c->x->id : "", status,
+                                          h1_status_phrase(status), reason);
+}
+
+/* ---- connection lifetime ------------------------------------------------------------------------ */
+
+void h1_schedule(H1Connection *c) {
+        if (c->defer)
+                (void) sd_event_source_set_enabled(c->defer, SD_EVENT_ONESHOT);
+}
+
+static void connection_ref(H1Connection *c) {
+        c->n_ref++;
+}
+
+static void connection_unref(H1Connection *c) {
+        assert(c->n_ref > 0);
+        if (--c->n_ref > 0)
+                return;
+        c->io = sd_event_source_disable_unref(c->io);
+        c->timer = sd_event_source_disable_unref(c->timer);
+        c->defer = sd_event_source_disable_unref(c->defer);
+        safe_close(c->fd);
+        free(c->rbuf);
+        free(c->arena);
+        free(c->raw);
+        free(c->fields);
+        h1_wq_done(&c->wq);
+        free(c->settings);
+        free(c);
+}
+
+/* The part of teardown that touches the exchange and the front end: only from an event handler. */
+static void connection_release(H1Connection *c) {
+        if (c->released)
+                return;
+        c->released = true;
+        c->x = exchange_free(c->x);
+        if (c->registered) {
+                c->registered = false;
+                frontend_connection_unregister(c->fe, &c->fc);
+        }
+        c->defer = sd_event_source_disable_unref(c->defer);
+        connection_unref(c);
+}
+
+/* Ends the connection: no more I/O at once; the exchange and the registration go as soon as no caller
+ * is inside us (at once from an event handler or the front end's close()). Idempotent until released. */
+void h1_connection_close(H1Connection *c) {
+        if (!c->closing) {
+                c->closing = true;
+                c->io = sd_event_source_disable_unref(c->io);
+                c->timer = sd_event_source_disable_unref(c->timer);
+                c->fd = safe_close(c->fd);
+        }
+        if (c->nesting > 0)
+                h1_schedule(c); /* on_defer releases once the caller is out */
+        else
+                connection_release(c);
+}
+
+int h1_mark_broken(H1Connection *c, int error) {
+        log_debug_errno(error, "HTTP/1.1 connection broken: %m");
+        c->broken = true;
+        h1_schedule(c);
+        return error;
+}
+
+static void request_start(H1Connection *c) {
+        h1_request_reset(c);
+        if (c->n_requests > 0)
+                c->head_start = h1_now(c); /* the first request's header_timeout runs from accept */
+        c->n_requests++;
+        c->state = H1_HEAD;
+}
+
+/* A request we answer ourselves and then close: bad input, timeouts. Only from an event handler: it frees
+ * the exchange when there is one. */
+void h1_fail_request(H1Connection *c, unsigned status, const char *reason) {
+        char id[sizeof c->x->id] = "";
+        int r;
+
+        h1_log_client_error(c, status, reason);
+        c->close_after = true;
+        if (c->x && c->resp != H1_RESPONSE_NONE) {
+                /* part of a response is out: a cut connection is the only honest signal left */
+                h1_connection_close(c);
+                return;
+        }
+        if (c->x) {
+                memcpy(id, c->x->id, sizeof id);
+                id[sizeof id - 1] = 0;
+                c->x = exchange_free(c->x);
+        }
+        c->resp = H1_RESPONSE_NONE;
+        r = h1_queue_error_response(c, status, 0, reason, id, true);
+        if (r < 0) {
+                h1_connection_close(c);
+                return;
+        }
+        c->state = H1_DRAIN;
+        (void) h1_flush(c);
+}
+
+/* ---- hand-over to HTTP/2 ------------------------------------------------------------------------ */
+
+static void handover(H1Connection *c, const char *initial, size_t initial_len, bool upgrade) {
+        int fd = TAKE_FD(c->fd), r;
+
+        c->io = sd_event_source_disable_unref(c->io);
+        c->timer = sd_event_source_disable_unref(c->timer);
+        c->closing = true;
+        /* h2 registers its connection before we unregister ours: the front end never sees zero open
+         * connections in between (which would end a shutdown early). */
+        r = frontend_h2_accept(c->fe, fd, &c->fc.peer, (const uint8_t *) initial, initial_len,
+                               upgrade ? c->settings : NULL, upgrade ? c->settings_len : 0,
+                               upgrade ? &c->head : NULL);
+        if (r < 0)
+                log_debug_errno(r, "HTTP/1.1: hand-over to HTTP/2 failed: %m");
+        connection_release(c);
+}
+
+/* 1: the buffered bytes are the HTTP/2 preface; 0: they cannot be; -EAGAIN: too few to tell. */
+static int preface_check(H1Connection *c) {
+        size_t n = MIN(c->rend - c->rpos, H2_PREFACE_LEN);
+
+        if (memcmp(c->rbuf + c->rpos, h2_preface, n) != 0)
+                return 0;
+        if (n < H2_PREFACE_LEN)
+                return c->read_eof ? 0 : -EAGAIN;
+        return 1;
+}
+
+static void upgrade_start(H1Connection *c) {
+        int r;
+
+        r = h1_wq_reserve(&c->wq, 128);
+        if (r < 0) {
+                h1_connection_close(c);
+                return;
+        }
+        h1_wq_put_str(&c->wq,
+                      "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n");
+        c->state = H1_UPGRADE;
+        (void) h1_flush(c);
+}
+
+/* ---- dispatch ----------------------------------------------------------------------------------- */
+
+static void dispatch(H1Connection *c) {
+        const char *reason = NULL;
+        unsigned status = 0;
+        Exchange *x;
+        int r;
+
+        r = h1_head_build(c, &status, &reason);
+        if (r < 0) {
+                h1_fail_request(c, status, reason);
+                return;
+        }
+        if (r > 0) {
+                upgrade_start(c);
+                return;
+        }
+        if (c->chunked && h1_probe_chunked(c, &status, &reason) < 0) {
+                h1_fail_request(c, status, reason);
+                return;
+        }
+
+        x = exchange_new(c->fe, &h1_client_ops, c);
+        if (!x) {
+                log_oom();
+                h1_fail_request(c, 503, "out of memory");
+                return;
+        }
+        x->req = c->head;
+        x->peer = c->fc.peer;
+        x->started = h1_now(c);
+        c->x = x;
+        c->resp = H1_RESPONSE_NONE;
+        c->framing = H1_FRAMING_NONE;
+        c->resp_paused = c->resp_short = false;
+        c->state = H1_BODY;
+
+        c->nesting++;
+        exchange_begin(x);
+        c->nesting--;
+}
+
+/* The request side, as far as buffered input takes it. True when it stopped for fairness with more to
+ * do. */
+static bool process(H1Connection *c) {
+        for (unsigned round = 0; round < H1_ROUNDS; round++) {
+                int r;
+
+                if (c->closing || c->broken)
+                        return false;
+                switch (c->state) {
+                case H1_PREFACE:
+                        if (c->rpos == c->rend) {
+                                if (c->read_eof)
+                                        h1_connection_close(c);
+                                return false;
+                        }
+                        r = preface_check(c);
+                        if (r == -EAGAIN)
+                                return false;
+                        if (r > 0) {
+                                handover(c, c->rbuf + c->rpos, c->rend - c->rpos, false);
+                                return false;
+                        }
+                        c->state = H1_IDLE;
+                        break;
+                case H1_IDLE:
+                        if (c->rpos == c->rend) {
+                                if (c->read_eof)
+                                        h1_connection_close(c);
+                                return false;
+                        }
+                        /* a client pipelining without reading its responses waits here */
+                        if (c->x || h1_wq_size(&c->wq) > h1_tunables.write_high)
+                                return false;
+                        request_start(c);
+                        break;
+                case H1_HEAD:
+                        r = h1_feed_head(c);
+                        if (r == 0 && c->read_eof) {
+                                log_debug("HTTP/1.1: client closed the connection inside a request head");
+                                h1_connection_close(c);
+                        }
+                        if (r <= 0)
+                                return false;
+                        dispatch(c);
+                        break;
+                case H1_BODY:
+                        r = h1_feed_body(c);
+                        if (r == 0 && c->read_eof && !c->body_paused && c->rpos == c->rend) {
+                                log_debug("HTTP/1.1: client closed the connection inside a request body");
+                                h1_connection_close(c);
+                        }
+                        if (r <= 0)
+                                return false;
+                        break;
+                default:
+                        return false;
+                }
+        }
+        return true; /* more to do, after the other connections had their turn */
+}
+
+/* The exchange's response is complete (or failed): free it, then the next request or the end. */
+static void exchange_finish(H1Connection *c) {
+        bool complete = c->state == H1_WAIT;
+
+        c->x = exchange_free(c->x);
+        c->resp = H1_RESPONSE_NONE;
+        c->resp_paused = false;
+        if (!complete || c->resp_short)
+                c->close_after = true; /* body not read to its end, or a response cut short */
+        if ((c->shutting_down || c->read_eof) && c->rpos == c->rend)
+                c->close_after = true;
+        if (c->close_after) {
+                c->state = H1_DRAIN;
+                return;
+        }
+        c->state = H1_IDLE;
+        c->idle_start = h1_now(c);
+        /* Keep-alive memory stays small: what one big response or head grew is given back. */
+        if (h1_wq_size(&c->wq) == 0 && c->wq.cap > H1_WRITE_KEEP)
+                h1_wq_done(&c->wq);
+        if (c->arena_cap > H1_ARENA_KEEP) {
+                free(c->arena);
+                c->arena = NULL;
+                c->arena_cap = c->arena_len = 0;
+        }
+}
+
+/* ---- timers and events -------------------------------------------------------------------------- */
+
+static usec_t deadline(const H1Connection *c) {
+        const Config *cfg = c->config;
+        usec_t d = USEC_INFINITY, idle;
+
+        if (c->write_blocked && h1_wq_size(&c->wq) > 0)
+                d = usec_add(c->write_progress, cfg->idle_timeout);
+        switch (c->state) {
+        case H1_PREFACE:
+        case H1_HEAD:
+                d = MIN(d, usec_add(c->head_start, cfg->header_timeout));
+                if (c->state == H1_PREFACE && c->shutting_down && c->rpos == c->rend)
+                        d = MIN(d, usec_add(c->shutdown_at, h1_tunables.shutdown_grace));
+                break;
+        case H1_IDLE:
+                if (h1_wq_size(&c->wq) > 0)
+                        break; /* the last response is still going out: the write timeout applies */
+                idle = usec_add(c->idle_start, cfg->idle_timeout);
+                if (c->shutting_down)
+                        idle = MIN(idle, usec_add(c->shutdown_at, h1_tunables.shutdown_grace));
+                d = MIN(d, idle);
+                break;
+        case H1_BODY:
+                if (!c->body_paused && !c->read_eof)
+                        d = MIN(d, usec_add(c->read_progress, cfg->idle_timeout));
+                break;
+        case H1_LINGER:
+                d = MIN(d, c->linger_until);
+                break;
+        default:
+                break;
+        }
+        return d;
+}
+
+/* Lazy re-arming: a later deadline leaves the armed (earlier) one in place; it fires, finds nothing due
+ * and re-arms. So the common request cycle costs one sd_event_source_set_time() at most. */
+static void update_timer(H1Connection *c) {
+        usec_t d = deadline(c);
+        int r;
+
+        if (!c->timer || d >= c->timer_armed)
+                return;
+        r = sd_event_source_set_time(c->timer, d);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                log_warning_errno(r, "HTTP/1.1: cannot arm the connection timer, closing: %m");
+                h1_connection_close(c);
+                return;
+        }
+        c->timer_armed = d;
+}
+
+static bool want_read(const H1Connection *c) {
+        if (c->read_eof)
+                return false;
+        switch (c->state) {
+        case H1_LINGER:
+                return true;
+        case H1_BODY:
+                if (c->body_paused)
+                        return false;
+                __attribute__((fallthrough));
+        case H1_PREFACE:
+        case H1_IDLE:
+        case H1_HEAD:
+        case H1_WAIT:
+                return c->rend - c->rpos < c->rcap; /* pipelined bytes fill the buffer, then wait */
+        default:
+                return false;
+        }
+}
+
+static void update_io(H1Connection *c) {
+        uint32_t ev = 0;
+        int r;
+
+        if (!c->io)
+                return;
+        if (want_read(c))
+                ev |= EPOLLIN;
+        if (c->write_blocked && h1_wq_size(&c->wq) > 0)
+                ev |= EPOLLOUT;
+        if (ev == c->io_events)
+                return;
+        if (ev == 0)
+                r = sd_event_source_set_enabled(c->io, SD_EVENT_OFF); /* no EPOLLHUP loop while waiting */
+        else {
+                r = sd_event_source_set_io_events(c->io, ev);
+                if (r >= 0 && c->io_events == 0)
+                        r = sd_event_source_set_enabled(c->io, SD_EVENT_ON);
+        }
+        if (r < 0) {
+                log_warning_errno(r, "HTTP/1.1: cannot update the connection's events, closing: %m");
+                h1_connection_close(c);
+                return;
+        }
+        c->io_events = ev;
+}
+
+static void linger_start(H1Connection *c) {
+        /* Closing with unread input makes TCP send RST, which can destroy our last response in the
+         * client's receive buffer: shut the write side, then read and drop until EOF or the deadline. */
+        if (c->read_eof || shutdown(c->fd, SHUT_WR) < 0) {
+                h1_connection_close(c);
+                return;
+        }
+        c->state = H1_LINGER;
+        c->linger_until = usec_add(h1_now(c), h1_tunables.linger);
+        c->rpos = c->spos = c->rend = 0;
+}
+
+/* Moves the connection on after anything happened; only from an event handler. */
+static void advance(H1Connection *c) {
+        bool more = true;
+
+        for (unsigned round = 0; round < H1_ROUNDS && !c->closing; round++) {
+                if (c->broken || c->aborted) {
+                        h1_connection_close(c);
+                        return;
+                }
+                if (c->body_resume) {
+                        c->body_resume = false;
+                        c->body_paused = false;
+                }
+                if (c->flush_pending)
+                        (void) h1_flush(c);
+                if (process(c)) /* may complete the current request, so before the exchange is finished */
+                        break;
+                if (c->closing || c->broken)
+                        continue;
+                if (c->x && c->resp == H1_RESPONSE_DONE) {
+                        exchange_finish(c);
+                        continue;
+                }
+                if (c->x && c->resp_paused && h1_wq_size(&c->wq) <= h1_tunables.write_low) {
+                        c->resp_paused = false;
+                        c->nesting++;
+                        exchange_response_resume(c->x);
+                        c->nesting--;
+                        continue;
+                }
+                if (c->state == H1_UPGRADE && h1_wq_size(&c->wq) == 0) {
+                        handover(c, c->rbuf + c->spos, c->rend - c->spos, true);
+                        return;
+                }
+                if (c->state == H1_DRAIN && h1_wq_size(&c->wq) == 0) {
+                        linger_start(c);
+                        continue;
+                }
+                if (!c->body_resume && !c->flush_pending && !c->aborted) {
+                        more = false;
+                        break;
+                }
+        }
+        if (c->closing)
+                return;
+        /* What ClientOps calls made us schedule during this run is done: no wake-up just to find that
+         * out (one loop iteration less per request when the router answers at once). */
+        if (more)
+                h1_schedule(c);
+        else if (c->defer)
+                (void) sd_event_source_set_enabled(c->defer, SD_EVENT_OFF);
+        update_io(c);
+        update_timer(c);
+}
+
+static void read_input(H1Connection *c) {
+        ssize_t n;
+
+        if (c->state == H1_LINGER) {
+                n = recv(c->fd, c->rbuf, c->rcap, MSG_DONTWAIT);
+                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                        h1_connection_close(c);
+                return;
+        }
+        if (c->rpos == c->rend)
+                c->rpos = c->spos = c->rend = 0;
+        else if (c->rend == c->rcap && c->rpos > 0) {
+                memmove(c->rbuf, c->rbuf + c->rpos, c->rend - c->rpos);
+                c->spos = c->spos > c->rpos ? c->spos - c->rpos : 0;
+                c->rend -= c->rpos;
+                c->rpos = 0;
+        }
+        if (c->rend == c->rcap)
+                return;
+        n = recv(c->fd, c->rbuf + c->rend, c->rcap - c->rend, MSG_DONTWAIT);
+        if (n > 0) {
+                c->rend += (size_t) n;
+                c->read_progress = h1_now(c);
+        } else if (n == 0)
+                c->read_eof = true;
+        else if (errno != EAGAIN && errno != EINTR)
+                (void) h1_mark_broken(c, -errno); /* ECONNRESET: nobody left to answer */
+}
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        H1Connection *c = userdata;
+
+        connection_ref(c);
+        if ((revents & (EPOLLOUT | EPOLLERR | EPOLLHUP)) && c->write_blocked) {
+                c->write_blocked = false;
+                (void) h1_flush(c);
+        }
+        if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && (c->io_events & EPOLLIN) && !c->closing &&
+            !c->broken)
+                read_input(c);
+        if (!c->closing)
+                advance(c);
+        connection_unref(c);
+        return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        H1Connection *c = userdata;
+        const Config *cfg = c->config;
+        usec_t now = h1_now(c);
+
+        c->timer_armed = USEC_INFINITY;
+        if (deadline(c) > now) {
+                update_timer(c);
+                return 0;
+        }
+        connection_ref(c);
+        if (c->write_blocked && h1_wq_size(&c->wq) > 0 &&
+            usec_add(c->write_progress, cfg->idle_timeout) <= now) {
+                h1_log_client_error(c, 0, "client stopped reading its response for idle_timeout");
+                h1_connection_close(c);
+        } else
+                switch (c->state) {
+                case H1_PREFACE:
+                case H1_HEAD:
+                        if (c->state == H1_HEAD || c->rend > c->rpos)
+                                h1_fail_request(c, 408, "request head not complete within header_timeout");
+                        else
+                                h1_connection_close(c); /* nothing sent at all: an idle connection */
+                        break;
+                case H1_BODY:
+                        h1_fail_request(c, 408, "request body stalled for idle_timeout");
+                        break;
+                default: /* idle keep-alive, shutdown grace, linger */
+                        h1_connection_close(c);
+                }
+        if (!c->closing)
+                advance(c);
+        connection_unref(c);
+        return 0;
+}
+
+static int on_defer(sd_event_source *s, void *userdata) {
+        H1Connection *c = userdata;
+
+        connection_ref(c);
+        if (c->closing)
+                connection_release(c);
+        else
+                advance(c);
+        connection_unref(c);
+        return 0;
+}
+
+/* ---- FrontendConnectionOps and accept ----------------------------------------------------------- */
+
+static void on_shutdown(FrontendConnection *fc) {
+        H1Connection *c = (H1Connection *) fc;
+
+        if (c->closing || c->shutting_down)
+                return;
+        c->shutting_down = true;
+        c->shutdown_at = h1_now(c);
+        h1_schedule(c); /* the idle deadline moves in; a response not yet begun will say Connection: close */
+}
+
+static void on_close(FrontendConnection *fc) {
+        H1Connection *c = (H1Connection *) fc;
+
+        if (c->nesting == 0) {
+                h1_connection_close(c); /* released at once: unregistered and gone */
+                return;
+        }
+        /* Inside one of our own calls: the exchange goes when that returns, the registration now, so that
+         * the front end's loop over its connections (the hard deadline) always moves on. */
+        h1_connection_close(c);
+        if (c->registered) {
+                c->registered = false;
+                frontend_connection_unregister(c->fe, &c->fc);
+        }
+}
+
+static const FrontendConnectionOps h1_connection_ops = {
+        .protocol = "http/1.1",
+        .shutdown = on_shutdown,
+        .close = on_close,
+};
+
+int frontend_h1_accept(Frontend *fe, int fd, const struct sockaddr_storage *peer) {
+        sd_event *e = frontend_event(fe);
+        H1Connection *c;
+        int r;
+
+        c = calloc(1, sizeof *c);
+        if (!c) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        c->n_ref = 1;
+        c->fd = fd;
+        c->fe = fe;
+        c->config = frontend_config(fe);
+        c->timer_armed = USEC_INFINITY;
+        c->state = H1_PREFACE;
+        if (peer)
+                c->fc.peer = *peer;
+        c->rcap = H1_READ_BUFFER;
+        c->rbuf = malloc(c->rcap);
+        if (!c->rbuf) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        /* http-parser's own head limit is a process-wide figure (80 KiB built in); ours must stay the
+         * one that applies. */
+        if (c->config->max_header_size > HTTP_MAX_HEADER_SIZE)
+                http_parser_set_max_header_size(
+                        (uint32_t) MIN(c->config->max_header_size + 1024, (uint64_t) UINT32_MAX));
+
+        r = fd_set_nonblock(fd, true);
+        if (r < 0)
+                goto fail;
+        if (c->fc.peer.ss_family == AF_INET || c->fc.peer.ss_family == AF_INET6)
+                (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int) { 1 }, sizeof(int));
+
+        r = sd_event_add_io(e, &c->io, fd, EPOLLIN, on_io, c);
+        if (r < 0)
+                goto fail;
+        c->io_events = EPOLLIN;
+        r = sd_event_add_time(e, &c->timer, CLOCK_MONOTONIC, 0, H1_TIMER_ACCURACY, on_timer, c);
+        if (r < 0)
+                goto fail;
+        r = sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
+        if (r < 0)
+                goto fail;
+        r = sd_event_add_defer(e, &c->defer, on_defer, c);
+        if (r < 0)
+                goto fail;
+        r = sd_event_source_set_enabled(c->defer, SD_EVENT_OFF);
+        if (r < 0)
+                goto fail;
+
+        c->head_start = c->idle_start = c->read_progress = c->write_progress = h1_now(c);
+        h1_request_reset(c);
+        frontend_connection_register(fe, &c->fc, &h1_connection_ops,
+                                     peer ? peer : &(struct sockaddr_storage) {});
+        c->registered = true;
+        if (frontend_shutting_down(fe))
+                on_shutdown(&c->fc);
+        update_timer(c);
+        return 0;
+
+fail:
+        connection_unref(c); /* closes fd */
+        return r;
+}

@@ -1,0 +1,9 @@
+# The worker side of the front end: request serialisation, the keep-alive pool, response parsing, against
+# a fake worker on a real Unix socket and a fake router (fake-exchange.c). Sources are compiled in
+# directly (not ep-core) so this test builds while the router and the client sides are mid-edit.
+ep_unit_test(forward SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-forward.c ${CMAKE_CURRENT_LIST_DIR}/fake-exchange.c
+        ${CMAKE_CURRENT_LIST_DIR}/fake-worker.c
+        ${CMAKE_SOURCE_DIR}/daemon/forward.c ${CMAKE_SOURCE_DIR}/daemon/forward-conn.c
+        ${CMAKE_SOURCE_DIR}/daemon/forward-response.c ${CMAKE_SOURCE_DIR}/daemon/forward-serialize.c
+        LIBS ep-util PkgConfig::SYSTEMD ${HTTP_PARSER_LIB})
+target_include_directories(test-forward PRIVATE ${CMAKE_SOURCE_DIR}/daemon ${HTTP_PARSER_INCLUDE})

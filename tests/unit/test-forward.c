@@ -1,0 +1,1674 @@
+/* SPDX-License-Identifier: MIT */
+/* The forward side: what a worker gets on the wire (a table of heads, byte for byte), what the client may
+ * see of a worker's response, and the pool's behaviour against a fake worker on a real Unix socket driven
+ * by a real sd-event loop: keep-alive reuse, the connection limit and the queue, the one retry on a
+ * stale kept-alive connection, 502/504 causes, discarded connections, bounded buffers under back-pressure
+ * both ways, drain and free. The router is fake-exchange.c. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <http_parser.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-event.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cleanup.h"
+#include "fake-exchange.h"
+#include "fake-worker.h"
+#include "forward-internal.h"
+#include "forward.h"
+#include "log.h"
+#include "macro.h"
+#include "time-util.h"
+
+#define OK_RESPONSE "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+#define COOKIE "ep_session"
+#define WORKER_ID 7
+
+static sd_event *event;
+
+#define RUN_UNTIL(cond)                                                                        \
+        do {                                                                                   \
+                usec_t _end = now_usec(CLOCK_MONOTONIC) + 10 * USEC_PER_SEC;                   \
+                while (!(cond)) {                                                              \
+                        assert_true(now_usec(CLOCK_MONOTONIC) < _end);                         \
+                        assert_true(sd_event_run(event, 10 * USEC_PER_MSEC) >= 0);             \
+                }                                                                              \
+        } while (0)
+
+static void run_for(usec_t span) {
+        usec_t end = now_usec(CLOCK_MONOTONIC) + span;
+
+        while (now_usec(CLOCK_MONOTONIC) < end)
+                assert_true(sd_event_run(event, 5 * USEC_PER_MSEC) >= 0);
+}
+
+static ForwardPool *pool_new(const char *path, unsigned max_connections, unsigned max_queued,
+                             usec_t response_timeout) {
+        ForwardOptions o = {
+                .max_connections = max_connections,
+                .max_queued = max_queued,
+                .response_timeout = response_timeout,
+                .idle_timeout = 10 * USEC_PER_SEC,
+                .cookie_name = COOKIE,
+                .worker_id = WORKER_ID,
+        };
+        ForwardPool *p = NULL;
+
+        assert_int_equal(forward_pool_new(event, path, &o, &p), 0);
+        assert_non_null(p);
+        return p;
+}
+
+static void get_init(FakeExchange *f, const char *target, const char *id) {
+        struct sockaddr_in *sin = (struct sockaddr_in *) &f->x.peer;
+
+        fake_exchange_init(f, "GET", target, "app.test");
+        sin->sin_family = AF_INET;
+        sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        (void) snprintf(f->x.id, sizeof(f->x.id), "%s", id);
+}
+
+static int setup(void **state) {
+        fake_exchanges_finished = 0;
+        assert_int_equal(sd_event_new(&event), 0);
+        return 0;
+}
+
+static int teardown(void **state) {
+        event = sd_event_unref(event);
+        return 0;
+}
+
+/* ---- serialisation: a table of client heads and the exact bytes a worker gets ---- */
+
+typedef struct SerializeCase {
+        const char *name;
+        const char *method, *target, *authority;
+        const char *fields[24][2];
+        const char *peer;
+        bool tls;
+        const char *id, *user;
+        int body; /* 0 none, 1 content-length, 2 unknown length */
+        uint64_t content_length;
+        const char *expected;
+} SerializeCase;
+
+static const SerializeCase serialize_cases[] = {
+        {
+                .name = "plain GET",
+                .method = "GET", .target = "/a?b=1", .authority = "app.test",
+                .fields = { { "User-Agent", "curl/8.1" }, { "Accept", "*/*" } },
+                .peer = "192.0.2.7", .id = "r1",
+                .expected = "GET /a?b=1 HTTP/1.1\r\nHost: app.test\r\n"
+                            "User-Agent: curl/8.1\r\nAccept: */*\r\n"
+                            "X-Forwarded-For: 192.0.2.7\r\n"
+                            "X-Forwarded-Proto: http\r\nX-Request-Id: r1\r\n\r\n",
+        },
+        {
+                .name = "hop-by-hop and Connection-named fields",
+                .method = "GET", .target = "/", .authority = "app.test",
+                .fields = { { "Connection", "keep-alive, X-Trace" }, { "Keep-Alive", "timeout=5" },
+                            { "x-trace", "1" }, { "TE", "trailers" }, { "Upgrade", "h2c" },
+                            { "HTTP2-Settings", "AAMAAABkAAQAAP__" },
+                            { "Proxy-Authorization", "Basic eA==" },
+                            { "Proxy-Authenticate", "Basic" }, { "Proxy-Connection", "keep-alive" },
+                            { "Trailer", "X-Sum" }, { "Transfer-Encoding", "chunked" },
+                            { "Expect", "100-continue" }, { "Host", "evil.test" }, { "Content-Length", "5" },
+                            { "X-Keep", "yes" }, { "connection", "Foo" }, { "Foo", "dropped" } },
+                .peer = "192.0.2.7", .id = "r2",
+                .expected = "GET / HTTP/1.1\r\nHost: app.test\r\nX-Keep: yes\r\n"
+                            "X-Forwarded-For: 192.0.2.7\r\n"
+                            "X-Forwarded-Proto: http\r\nX-Request-Id: r2\r\n\r\n",
+        },
+        {
+                .name = "cookies joined, ours removed, at the first Cookie's place",
+                .method = "GET", .target = "/", .authority = "app.test",
+                .fields = { { "cookie", "a=1" }, { "accept", "*/*" }, { "cookie", COOKIE "=alice.c2lnbmVk" },
+                            { "cookie", "b=2;c=3;  ep_session2=x ; Ep_session=y;;" } },
+                .peer = "192.0.2.7", .id = "r3",
+                .expected = "GET / HTTP/1.1\r\nHost: app.test\r\n"
+                            "Cookie: a=1; b=2; c=3; ep_session2=x; Ep_session=y\r\n"
+                            "accept: */*\r\n"
+                            "X-Forwarded-For: 192.0.2.7\r\n"
+                            "X-Forwarded-Proto: http\r\nX-Request-Id: r3\r\n\r\n",
+        },
+        {
+                .name = "only our cookie: no Cookie field at all",
+                .method = "GET", .target = "/", .authority = "app.test",
+                .fields = { { "Cookie", " " COOKIE "=alice.sig " } },
+                .peer = "192.0.2.7", .id = "r4",
+                .expected = "GET / HTTP/1.1\r\nHost: app.test\r\n"
+                            "X-Forwarded-For: 192.0.2.7\r\n"
+                            "X-Forwarded-Proto: http\r\nX-Request-Id: r4\r\n\r\n",
+        },
+        {
+                .name = "X-Forwarded-For appended; our -Proto, -Request-Id and user replace the client's",
+                .method = "GET", .target = "/me", .authority = "app.test",
+                .fields = { { "X-Forwarded-For", "203.0.113.9" }, { "x-forwarded-for", " 198.51.100.1 " },
+                            { "X-Forwarded-Proto", "http" }, { "X-Request-Id", "client-chosen" },
+                            { "X-Elastic-Pool-User", "mallory" }, { "x-elastic-pool-user", "root" } },
+                .peer = "2001:db8::5", .tls = true, .id = "r5", .user = "alice",
+                .expected = "GET /me HTTP/1.1\r\nHost: app.test\r\n"
+                            "X-Forwarded-For: 203.0.113.9, 198.51.100.1, 2001:db8::5\r\n"
+                            "X-Forwarded-Proto: https\r\nX-Request-Id: r5\r\n"
+                            "X-Elastic-Pool-User: alice\r\n\r\n",
+        },
+        {
+                .name = "IPv4-mapped peer written as IPv4",
+                .method = "GET", .target = "/", .authority = "app.test",
+                .peer = "::ffff:192.0.2.1", .id = "r6",
+                .expected = "GET / HTTP/1.1\r\nHost: app.test\r\n"
+                            "X-Forwarded-For: 192.0.2.1\r\n"
+                            "X-Forwarded-Proto: http\r\nX-Request-Id: r6\r\n\r\n",
+        },
+        {
+                .name = "body of unknown length re-chunked",
+                .method = "POST", .target = "/up", .authority = "app.test",
+                .fields = { { "content-type", "application/octet-stream" } },
+                .peer = "192.0.2.7", .id = "r7", .body = 2,
+                .expected = "POST /up HTTP/1.1\r\nHost: app.test\r\n"
+                            "content-type: application/octet-stream\r\n"
+                            "X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\nX-Request-Id: r7\r\n"
+                            "Transfer-Encoding: chunked\r\n\r\n",
+        },
+        {
+                .name = "body of known length keeps its Content-Length (ours)",
+                .method = "PUT", .target = "/x", .authority = "app.test",
+                .fields = { { "Content-Length", "999" } },
+                .peer = "192.0.2.7", .id = "r8", .body = 1, .content_length = 12345678901,
+                .expected = "PUT /x HTTP/1.1\r\nHost: app.test\r\n"
+                            "X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\nX-Request-Id: r8\r\n"
+                            "Content-Length: 12345678901\r\n\r\n",
+        },
+        {
+                .name = "no authority, no peer address, no id: no Host, no X-Forwarded-For",
+                .method = "OPTIONS", .target = "*",
+                .expected = "OPTIONS * HTTP/1.1\r\nX-Forwarded-Proto: http\r\n\r\n",
+        },
+        {
+                .name = "empty body with a length",
+                .method = "POST", .target = "/", .authority = "a",
+                .id = "r10", .body = 1, .content_length = 0,
+                .expected = "POST / HTTP/1.1\r\nHost: a\r\nX-Forwarded-Proto: http\r\nX-Request-Id: r10\r\n"
+                            "Content-Length: 0\r\n\r\n",
+        },
+};
+
+static void case_exchange(FakeExchange *f, const SerializeCase *c) {
+        fake_exchange_init(f, c->method, c->target, c->authority);
+        for (size_t i = 0; i < ELEMENTSOF(c->fields) && c->fields[i][0]; i++)
+                fake_exchange_add_field(f, c->fields[i][0], c->fields[i][1]);
+        if (c->peer && strchr(c->peer, ':')) {
+                struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *) &f->x.peer;
+                sin6->sin6_family = AF_INET6;
+                assert_int_equal(inet_pton(AF_INET6, c->peer, &sin6->sin6_addr), 1);
+        } else if (c->peer) {
+                struct sockaddr_in *sin = (struct sockaddr_in *) &f->x.peer;
+                sin->sin_family = AF_INET;
+                assert_int_equal(inet_pton(AF_INET, c->peer, &sin->sin_addr), 1);
+        }
+        f->x.via_tls_proxy = c->tls;
+        (void) snprintf(f->x.id, sizeof(f->x.id), "%s", strempty(c->id));
+        f->x.user = (char *) c->user;
+        if (c->body) {
+                f->x.req.has_body = true;
+                f->x.req.has_content_length = c->body == 1;
+                f->x.req.content_length = c->content_length;
+        }
+}
+
+static void test_forward_request_serialize_table(void **state) {
+        for (size_t i = 0; i < ELEMENTSOF(serialize_cases); i++) {
+                const SerializeCase *c = serialize_cases + i;
+                FakeExchange f;
+                char buf[4096];
+                size_t len = 0;
+
+                case_exchange(&f, c);
+                print_message("case: %s\n", c->name);
+                assert_int_equal(forward_request_serialize(&f.x, COOKIE, buf, sizeof(buf), &len), 0);
+                if (len != strlen(c->expected) || memcmp(buf, c->expected, len) != 0)
+                        print_message("got:\n%.*s\nexpected:\n%s\n", (int) len, buf, c->expected);
+                assert_int_equal(len, strlen(c->expected));
+                assert_memory_equal(buf, c->expected, len);
+        }
+}
+
+static void test_forward_request_serialize_small_buffer(void **state) {
+        const SerializeCase *c = serialize_cases;
+        FakeExchange f;
+        char buf[16];
+        size_t len = 0;
+
+        case_exchange(&f, c);
+        assert_int_equal(forward_request_serialize(&f.x, COOKIE, buf, sizeof(buf), &len), 0);
+        assert_int_equal(len, strlen(c->expected)); /* the whole length, like snprintf */
+        assert_memory_equal(buf, c->expected, sizeof(buf));
+        assert_int_equal(forward_request_serialize(&f.x, COOKIE, NULL, 0, &len), 0);
+        assert_int_equal(len, strlen(c->expected));
+}
+
+static void test_forward_request_serialize_refuses_bad_bytes(void **state) {
+        static const struct {
+                const char *method, *target, *authority, *name, *value, *user;
+                int expected;
+        } bad[] = {
+                { "GET", "/", "a", "X-Evil", "a\r\nInjected: 1", NULL, -EBADMSG },
+                { "GET", "/", "a", "X-Evil", "a\nb", NULL, -EBADMSG },
+                { "GET", "/", "a", "X-Evil", "a\x01z", NULL, -EBADMSG },
+                { "GET", "/", "a", "Bad Name", "v", NULL, -EBADMSG },
+                { "GET", "/", "a", "Bad:Name", "v", NULL, -EBADMSG },
+                { "GET", "/", "a", "", "v", NULL, -EBADMSG },
+                { "GET", "/", "a", "Cookie", "a=1\r\nX: y", NULL, -EBADMSG },
+                { "GET", "/", "a", "X-Forwarded-For", "1.2.3.4\r\n", NULL, -EBADMSG },
+                { "GE T", "/", "a", "X", "v", NULL, -EBADMSG },
+                { "GET", "/a b", "a", "X", "v", NULL, -EBADMSG },
+                { "GET", "/\r\n", "a", "X", "v", NULL, -EBADMSG },
+                { "GET", "/", "a\r\nX: y", "X", "v", NULL, -EBADMSG },
+                { "GET", "/", "a", "X", "v", "al\nice", -EBADMSG },
+                { "GET", "", "a", "X", "v", NULL, -EINVAL },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                FakeExchange f;
+                size_t len;
+
+                fake_exchange_init(&f, bad[i].method, bad[i].target, bad[i].authority);
+                fake_exchange_add_field(&f, bad[i].name, bad[i].value);
+                f.x.user = (char *) bad[i].user;
+                print_message("bad case %zu\n", i);
+                assert_int_equal(forward_request_serialize(&f.x, COOKIE, NULL, 0, &len), bad[i].expected);
+        }
+
+        /* a NUL inside a value (lengths, not C strings) */
+        {
+                FakeExchange f;
+                size_t len;
+
+                fake_exchange_init(&f, "GET", "/", "a");
+                f.req_fields[0] = (HeaderField) {
+                        .name = "X",
+                        .name_len = 1,
+                        .value = "a\0b",
+                        .value_len = 3,
+                };
+                f.x.req.n_fields = 1;
+                assert_int_equal(forward_request_serialize(&f.x, COOKIE, NULL, 0, &len), -EBADMSG);
+        }
+}
+
+/* ---- response head filtering ---- */
+
+static HeaderField hf(const char *name, const char *value) {
+        return (HeaderField) {
+                .name = name,
+                .name_len = strlen(name),
+                .value = value,
+                .value_len = strlen(value),
+        };
+}
+
+static void test_forward_response_filter_extracts_user_and_drops_hop_by_hop(void **state) {
+        HeaderField in[] = {
+                hf("Content-Type", "text/plain"),  hf("Elastic-Pool-User", "  alice "),
+                hf("Connection", "close, X-Hop"),  hf("x-hop", "1"),
+                hf("Keep-Alive", "timeout=5"),     hf("Transfer-Encoding", "chunked"),
+                hf("Content-Length", "3"),         hf("Set-Cookie", "a=b; Path=/"),
+                hf("elastic-pool-user", "bob"),    hf("Upgrade", "h2c"),
+                hf("Proxy-Authenticate", "Basic"), hf("Trailer", "X"),
+                hf("X-Trailing-Space", "v \t"),
+        };
+        HeaderField out[ELEMENTSOF(in)];
+        const char *user;
+        size_t n, user_len;
+
+        assert_int_equal(forward_response_filter(in, ELEMENTSOF(in), out, &n, &user, &user_len), 0);
+        assert_int_equal(n, 3);
+        assert_true(header_name_is(out + 0, "content-type"));
+        assert_true(header_name_is(out + 1, "set-cookie"));
+        assert_true(header_name_is(out + 2, "x-trailing-space"));
+        assert_int_equal(out[2].value_len, 1);
+        assert_non_null(user);
+        assert_int_equal(user_len, 5);
+        assert_memory_equal(user, "alice", 5);
+}
+
+static void test_forward_response_filter_without_user(void **state) {
+        HeaderField in[] = { hf("Date", "today") }, out[1];
+        const char *user = "x";
+        size_t n, user_len = 9;
+
+        assert_int_equal(forward_response_filter(in, 1, out, &n, &user, &user_len), 0);
+        assert_int_equal(n, 1);
+        assert_null(user);
+        assert_int_equal(user_len, 0);
+}
+
+static void test_forward_response_filter_refuses_bad_bytes(void **state) {
+        HeaderField out[1];
+        const char *user;
+        size_t n, user_len;
+        HeaderField bad[] = { hf("X", "a\r\n b"), hf("X Y", "v"), hf("X", "a\x7f"), hf("", "v") };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                assert_int_equal(forward_response_filter(bad + i, 1, out, &n, &user, &user_len), -EBADMSG);
+}
+
+/* ---- the pool against a fake worker ---- */
+
+static void test_forward_start_sends_serialized_head(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+        char expected[4096];
+        size_t len;
+
+        fake_worker_init(&w, event, true);
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&f, "/hello", "id-1");
+        fake_exchange_add_field(&f, "Cookie", COOKIE "=signed; theme=dark");
+        fake_exchange_add_field(&f, "Connection", "keep-alive");
+        f.x.user = (char *) "alice";
+
+        assert_int_equal(forward_start(p, &f.x), 0);
+        assert_int_equal(forward_pool_counters(p)->inflight, 1);
+        RUN_UNTIL(fake_exchange_finished(&f));
+
+        assert_int_equal(f.ends, 1);
+        assert_int_equal(f.status, 200);
+        assert_int_equal(f.body_len, 2);
+        assert_memory_equal(f.body, "ok", 2);
+        assert_int_equal(forward_request_serialize(&f.x, COOKIE, expected, sizeof(expected), &len), 0);
+        assert_int_equal(fake_conn(&w, 0)->raw_len, len);
+        assert_memory_equal(fake_conn(&w, 0)->raw, expected, len);
+        assert_non_null(strstr(expected, "\r\nCookie: theme=dark\r\n"));
+        assert_non_null(strstr(expected, "\r\nX-Elastic-Pool-User: alice\r\n"));
+        assert_null(strstr(expected, "Connection"));
+        assert_int_equal(w.parse_errors, 0);
+
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_start_reuses_keepalive_connection(void **state) {
+        FakeWorker w;
+        FakeExchange a, b;
+        ForwardPool *p;
+        const ForwardCounters *k;
+
+        fake_worker_init(&w, event, true);
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        k = forward_pool_counters(p);
+        get_init(&a, "/1", "a");
+        get_init(&b, "/2", "b");
+
+        assert_int_equal(forward_start(p, &a.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&a));
+        assert_int_equal(k->idle, 1);
+        assert_int_equal(k->connections, 1);
+        assert_int_equal(forward_start(p, &b.x), 0);
+        assert_int_equal(k->idle, 0);
+        RUN_UNTIL(fake_exchange_finished(&b));
+
+        assert_int_equal(a.ends + b.ends, 2);
+        assert_int_equal(w.accepts, 1); /* one connection carried both */
+        assert_int_equal(fake_conn(&w, 0)->requests, 2);
+        assert_int_equal(k->requests, 2);
+        assert_int_equal(k->errors, 0);
+        assert_int_equal(k->inflight, 0);
+        assert_int_equal(k->idle, 1);
+
+        fake_exchange_done(&a);
+        fake_exchange_done(&b);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_start_queues_beyond_max_connections(void **state) {
+        FakeWorker w;
+        FakeExchange f[5];
+        ForwardPool *p;
+        const ForwardCounters *k;
+        unsigned max_conns = 0;
+
+        fake_worker_init(&w, event, true);
+        w.delay = 20 * USEC_PER_MSEC;
+        p = pool_new(w.path, 2, 8, 5 * USEC_PER_SEC);
+        k = forward_pool_counters(p);
+        for (unsigned i = 0; i < ELEMENTSOF(f); i++) {
+                char id[8];
+                (void) snprintf(id, sizeof(id), "q%u", i);
+                get_init(f + i, "/q", id);
+                assert_int_equal(forward_start(p, &f[i].x), 0);
+        }
+        assert_int_equal(k->inflight, 5);
+        assert_true(k->connections <= 2);
+
+        while (fake_exchanges_finished < ELEMENTSOF(f)) {
+                assert_true(sd_event_run(event, 10 * USEC_PER_MSEC) >= 0);
+                max_conns = MAX(max_conns, k->connections);
+        }
+        for (unsigned i = 0; i < ELEMENTSOF(f); i++) {
+                assert_int_equal(f[i].ends, 1);
+                assert_int_equal(f[i].status, 200);
+        }
+        assert_true(max_conns <= 2);
+        assert_true(w.max_open <= 2);
+        assert_int_equal(w.accepts, 2);
+        /* FIFO: the queue hands out connections in arrival order */
+        assert_true(f[2].finished_seq < f[4].finished_seq);
+        assert_int_equal(k->inflight, 0);
+        assert_int_equal(k->requests, 5);
+
+        for (unsigned i = 0; i < ELEMENTSOF(f); i++)
+                fake_exchange_done(f + i);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_start_refuses_when_queue_full(void **state) {
+        FakeWorker w;
+        FakeExchange a, b, c;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        w.decide = NULL;
+        w.response = ""; /* never a byte back */
+        p = pool_new(w.path, 1, 1, 5 * USEC_PER_SEC);
+        get_init(&a, "/", "a");
+        get_init(&b, "/", "b");
+        get_init(&c, "/", "c");
+        assert_int_equal(forward_start(p, &a.x), 0);
+        assert_int_equal(forward_start(p, &b.x), 0);
+        assert_int_equal(forward_start(p, &c.x), -EBUSY);
+        assert_null(c.x.upstream);
+        assert_int_equal(forward_pool_counters(p)->inflight, 2);
+
+        forward_pool_free(p);
+        assert_int_equal(a.fails + b.fails, 2);
+        assert_int_equal(a.fail_status, 502);
+        assert_int_equal(b.fail_status, 502);
+        fake_exchange_done(&a);
+        fake_exchange_done(&b);
+        fake_exchange_done(&c);
+        fake_worker_done(&w);
+}
+
+static FakeAction close_second_on_first(FakeConn *c) {
+        return c->index == 0 && c->requests == 2 ? FAKE_CLOSE : FAKE_ANSWER;
+}
+
+static void test_forward_start_retries_stale_keepalive_connection(void **state) {
+        FakeWorker w;
+        FakeExchange a, b;
+        ForwardPool *p;
+        ForwardBufferStats s;
+
+        fake_worker_init(&w, event, true);
+        /* the keep-alive race: the worker drops the socket just as we reuse it */
+        w.decide = close_second_on_first;
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&a, "/1", "a");
+        fake_exchange_init(&b, "POST", "/2", "app.test");
+        (void) snprintf(b.x.id, sizeof(b.x.id), "b");
+        fake_exchange_set_body(&b, "hello", 5, true, 0);
+
+        assert_int_equal(forward_start(p, &a.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&a));
+        assert_int_equal(forward_start(p, &b.x), 0);
+        fake_exchange_pump(&b);
+        RUN_UNTIL(fake_exchange_finished(&b));
+
+        assert_int_equal(b.fails, 0); /* the router never saw the race */
+        assert_int_equal(b.ends, 1);
+        assert_int_equal(b.status, 200);
+        assert_int_equal(w.accepts, 2);
+        forward_pool_buffer_stats(p, &s);
+        assert_int_equal(s.retries, 1);
+        /* the replay on the fresh connection carried the whole request, body included */
+        assert_int_equal(fake_conn(&w, 1)->body_len, 5);
+        assert_memory_equal(fake_conn(&w, 1)->body, "hello", 5);
+        assert_int_equal(fake_conn(&w, 1)->requests, 1);
+        assert_int_equal(forward_pool_counters(p)->errors, 0);
+
+        fake_exchange_done(&a);
+        fake_exchange_done(&b);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static FakeAction close_after_first(FakeConn *c) {
+        return c->index == 0 && c->requests == 1 ? FAKE_ANSWER : FAKE_CLOSE;
+}
+
+static void test_forward_start_retries_only_once(void **state) {
+        FakeWorker w;
+        FakeExchange a, b;
+        ForwardPool *p;
+        ForwardBufferStats s;
+
+        fake_worker_init(&w, event, true);
+        w.decide = close_after_first;
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&a, "/1", "a");
+        get_init(&b, "/2", "b");
+        assert_int_equal(forward_start(p, &a.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&a));
+        assert_int_equal(forward_start(p, &b.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&b));
+
+        assert_int_equal(b.fails, 1);
+        assert_int_equal(b.fail_status, 502);
+        assert_non_null(strstr(b.fail_reason, "w7 request b:"));
+        assert_non_null(strstr(b.fail_reason, "before responding"));
+        assert_int_equal(w.accepts, 2);
+        forward_pool_buffer_stats(p, &s);
+        assert_int_equal(s.retries, 1);
+        assert_int_equal(forward_pool_counters(p)->errors, 1);
+
+        fake_exchange_done(&a);
+        fake_exchange_done(&b);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_start_connect_refused(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, false); /* bound, not listening */
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&f, "/", "cr");
+        assert_int_equal(forward_start(p, &f.x), 0); /* the outcome arrives through the router */
+        assert_int_equal(f.fails, 0);
+        RUN_UNTIL(fake_exchange_finished(&f));
+        assert_int_equal(f.fails, 1);
+        assert_int_equal(f.fail_status, 502);
+        assert_false(f.failed_after_head);
+        assert_non_null(strstr(f.fail_reason, "w7 request cr:"));
+        assert_non_null(strstr(f.fail_reason, "refused"));
+        assert_int_equal(forward_pool_counters(p)->errors, 1);
+        assert_int_equal(forward_pool_counters(p)->connections, 0);
+        assert_int_equal(forward_pool_counters(p)->inflight, 0);
+
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_start_missing_socket(void **state) {
+        FakeExchange f;
+        ForwardPool *p;
+
+        p = pool_new("/nonexistent/elastic-pool/w7.sock", 4, 4, 5 * USEC_PER_SEC);
+        get_init(&f, "/", "ms");
+        assert_int_equal(forward_start(p, &f.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&f));
+        assert_int_equal(f.fail_status, 502);
+        assert_non_null(strstr(f.fail_reason, "No such file"));
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+}
+
+static FakeAction always_close(FakeConn *c) {
+        return FAKE_CLOSE;
+}
+
+static void test_forward_start_reset_before_response(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        w.decide = always_close;
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&f, "/", "rst");
+        assert_int_equal(forward_start(p, &f.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&f));
+        assert_int_equal(f.fails, 1);
+        assert_int_equal(f.fail_status, 502); /* a fresh connection: no retry */
+        assert_int_equal(w.accepts, 1);
+        assert_non_null(strstr(f.fail_reason, "w7 request rst:"));
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static FakeAction silent(FakeConn *c) {
+        return FAKE_SILENT;
+}
+
+static void test_forward_start_response_timeout(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+        usec_t t0;
+
+        fake_worker_init(&w, event, true);
+        w.decide = silent;
+        p = pool_new(w.path, 4, 4, 60 * USEC_PER_MSEC);
+        get_init(&f, "/slow", "to");
+        t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(forward_start(p, &f.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&f));
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 >= 55 * USEC_PER_MSEC);
+        assert_int_equal(f.fails, 1);
+        assert_int_equal(f.fail_status, 504);
+        assert_non_null(strstr(f.fail_reason, "no response head within"));
+        assert_int_equal(forward_pool_counters(p)->connections, 0); /* never reused */
+        RUN_UNTIL(fake_conn(&w, 0)->eof);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_start_queue_timeout(void **state) {
+        FakeWorker w;
+        FakeExchange a, b;
+        ForwardPool *p;
+        _cleanup_free_ char *body = calloc(1, 32 * 1024);
+
+        assert_non_null(body);
+        fake_worker_init(&w, event, true);
+        p = pool_new(w.path, 1, 4, 80 * USEC_PER_MSEC);
+        /* a holds the only connection while its client is slow with the body: no deadline of ours */
+        fake_exchange_init(&a, "PUT", "/", "app.test");
+        fake_exchange_set_body(&a, body, 32 * 1024, true, 1024);
+        get_init(&b, "/", "b");
+        assert_int_equal(forward_start(p, &a.x), 0);
+        assert_int_equal(forward_request_body(&a.x, body, 1024), 0);
+        assert_int_equal(forward_start(p, &b.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&b));
+        assert_int_equal(b.fail_status, 504);
+        assert_non_null(strstr(b.fail_reason, "w7 request b: no free connection to the worker within 80ms"));
+        assert_false(fake_exchange_finished(&a));
+        assert_int_equal(forward_pool_counters(p)->inflight, 1);
+        fake_exchange_done(&a);
+        assert_int_equal(forward_pool_counters(p)->inflight, 0);
+        fake_exchange_done(&b);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static int start_accepting(sd_event_source *s, uint64_t usec, void *userdata) {
+        fake_worker_start_accepting(userdata);
+        return 0;
+}
+
+static void test_forward_start_backlog_full_retries_connect(void **state) {
+        FakeWorker w;
+        FakeExchange f[4];
+        ForwardPool *p;
+        ForwardBufferStats s;
+        sd_event_source *later = NULL;
+
+        fake_worker_init_backlogged(&w, event);
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        for (unsigned i = 0; i < ELEMENTSOF(f); i++) {
+                get_init(f + i, "/", "bl");
+                assert_int_equal(forward_start(p, &f[i].x), 0);
+        }
+        assert_true(sd_event_add_time_relative(event, &later, CLOCK_MONOTONIC, 30 * USEC_PER_MSEC, 0,
+                                               start_accepting, &w) >= 0);
+        RUN_UNTIL(fake_exchanges_finished == ELEMENTSOF(f));
+        for (unsigned i = 0; i < ELEMENTSOF(f); i++)
+                assert_int_equal(f[i].ends, 1); /* a full accept backlog delays, it does not fail */
+        forward_pool_buffer_stats(p, &s);
+        assert_true(s.connects > ELEMENTSOF(f)); /* some connect()s met EAGAIN and were tried again */
+        later = sd_event_source_disable_unref(later);
+        for (unsigned i = 0; i < ELEMENTSOF(f); i++)
+                fake_exchange_done(f + i);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_start_backlog_full_until_timeout(void **state) {
+        FakeWorker w;
+        FakeExchange f[3];
+        ForwardPool *p;
+        unsigned backlog = 0;
+
+        fake_worker_init_backlogged(&w, event);
+        p = pool_new(w.path, 4, 4, 60 * USEC_PER_MSEC);
+        for (unsigned i = 0; i < ELEMENTSOF(f); i++) {
+                get_init(f + i, "/", "bl");
+                assert_int_equal(forward_start(p, &f[i].x), 0);
+        }
+        RUN_UNTIL(fake_exchanges_finished == ELEMENTSOF(f));
+        for (unsigned i = 0; i < ELEMENTSOF(f); i++) {
+                assert_int_equal(f[i].fail_status, 504);
+                backlog += strstr(f[i].fail_reason, "backlog full") != NULL;
+        }
+        assert_true(backlog >= 1);
+        for (unsigned i = 0; i < ELEMENTSOF(f); i++)
+                fake_exchange_done(f + i);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_start_malformed_response_discards_connection(void **state) {
+        static const struct {
+                const char *response;
+                const char *reason;
+        } cases[] = {
+                { "HTTP/1.1 2x0 OK\r\n\r\n", "malformed response head" },
+                { "HTTP/1.1 700 Weird\r\nContent-Length: 0\r\n\r\n", "invalid status" },
+                { "HTTP/1.1 099 Low\r\nContent-Length: 0\r\n\r\n", "invalid status" },
+                { "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: upgrade\r\n\r\n", "101" },
+                { "HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length: 0\r\n\r\n", "obs-fold" },
+                { "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n",
+                  "malformed" },
+                { "HTTP/1.1 200 OK\r\nX: a\x01z\r\nContent-Length: 0\r\n\r\n", "malformed response head" },
+                { "SMTP ready\r\n", "malformed response head" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                FakeWorker w;
+                FakeExchange a, b;
+                ForwardPool *p;
+
+                print_message("malformed case %zu\n", i);
+                fake_exchanges_finished = 0;
+                fake_worker_init(&w, event, true);
+                w.response = cases[i].response;
+                p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+                get_init(&a, "/", "bad");
+                assert_int_equal(forward_start(p, &a.x), 0);
+                RUN_UNTIL(fake_exchange_finished(&a));
+                assert_int_equal(a.fails, 1);
+                assert_int_equal(a.fail_status, 502);
+                assert_int_equal(a.heads, 0);
+                assert_non_null(strstr(a.fail_reason, cases[i].reason));
+                assert_non_null(strstr(a.fail_reason, "w7 request bad:"));
+                assert_int_equal(forward_pool_counters(p)->connections, 0);
+
+                /* the next exchange gets a new connection, never the one that lied */
+                w.response = OK_RESPONSE;
+                get_init(&b, "/", "good");
+                assert_int_equal(forward_start(p, &b.x), 0);
+                RUN_UNTIL(fake_exchange_finished(&b));
+                assert_int_equal(b.ends, 1);
+                assert_int_equal(w.accepts, 2);
+                assert_true(fake_conn(&w, 0)->closed);
+
+                fake_exchange_done(&a);
+                fake_exchange_done(&b);
+                forward_pool_free(p);
+                fake_worker_done(&w);
+        }
+}
+
+static void test_forward_start_oversized_response_head(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+        size_t n = FORWARD_RESPONSE_HEAD_MAX + 1024;
+        _cleanup_free_ char *big = malloc(n + 16 * 1024);
+        ForwardBufferStats s;
+
+        assert_non_null(big);
+        strcpy(big, "HTTP/1.1 200 OK\r\n");
+        /* few fields, each large: the byte limit, not the field count, trips */
+        for (size_t at = strlen(big); at < n; at = strlen(big)) {
+                strcat(big, "X-Filler: ");
+                memset(big + strlen(big), 'a', 8000);
+                big[at + 10 + 8000] = 0;
+                strcat(big, "\r\n");
+        }
+        strcat(big, "Content-Length: 0\r\n\r\n");
+
+        fake_worker_init(&w, event, true);
+        w.response = big;
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&f, "/", "big");
+        assert_int_equal(forward_start(p, &f.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&f));
+        assert_int_equal(f.fail_status, 502);
+        assert_non_null(strstr(f.fail_reason, "response head larger than 65536 bytes"));
+        forward_pool_buffer_stats(p, &s);
+        assert_true(s.response_buffer_peak <= FORWARD_RESPONSE_HEAD_MAX);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_start_too_many_response_fields(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+        char big[8192] = "HTTP/1.1 200 OK\r\n";
+
+        for (unsigned i = 0; i <= EXCHANGE_FIELDS_MAX; i++)
+                (void) snprintf(big + strlen(big), sizeof(big) - strlen(big), "X-F%u: v\r\n", i);
+        strcat(big, "Content-Length: 0\r\n\r\n");
+        fake_worker_init(&w, event, true);
+        w.response = big;
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&f, "/", "many");
+        assert_int_equal(forward_start(p, &f.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&f));
+        assert_int_equal(f.fail_status, 502);
+        assert_non_null(strstr(f.fail_reason, "more than 128 header fields"));
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_start_body_broken_after_head(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        w.response = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf";
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&f, "/", "brk");
+        assert_int_equal(forward_start(p, &f.x), 0);
+        RUN_UNTIL(f.heads == 1 && f.body_len == 4);
+        fake_conn_close(fake_conn(&w, 0));
+        RUN_UNTIL(fake_exchange_finished(&f));
+        assert_int_equal(f.fails, 1);
+        assert_true(f.failed_after_head); /* the router aborts the client response */
+        assert_non_null(strstr(f.fail_reason, "after 4 bytes"));
+        assert_int_equal(forward_pool_counters(p)->errors, 1);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+/* ---- response heads ---- */
+
+static void run_one(const char *response, FakeAction (*decide)(FakeConn *c), FakeExchange *f,
+                    const char *method, FakeWorker *w, ForwardPool **ret_pool) {
+        fake_worker_init(w, event, true);
+        w->response = response;
+        w->decide = decide;
+        *ret_pool = pool_new(w->path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(f, "/", "one");
+        if (method) {
+                f->x.req.method = method;
+                f->x.req.method_len = strlen(method);
+                f->x.req.head_method = strcmp(method, "HEAD") == 0;
+        }
+        assert_int_equal(forward_start(*ret_pool, &f->x), 0);
+        RUN_UNTIL(fake_exchange_finished(f));
+}
+
+/* A second GET on the same pool: reused (accepts stays 1) when the first left the connection clean. */
+static void second_get(ForwardPool *p, FakeWorker *w, unsigned expected_accepts) {
+        FakeExchange g;
+
+        w->response = OK_RESPONSE;
+        w->decide = NULL;
+        get_init(&g, "/again", "two");
+        assert_int_equal(forward_start(p, &g.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&g));
+        assert_int_equal(g.ends, 1);
+        assert_int_equal(g.body_len, 2);
+        assert_int_equal(w->accepts, expected_accepts);
+        fake_exchange_done(&g);
+}
+
+static void test_forward_response_head_filters_fields(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        run_one("HTTP/1.1 200 OK\r\nConnection: X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\n"
+                "Elastic-Pool-User: alice\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n"
+                "\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n",
+                NULL, &f, NULL, &w, &p);
+        assert_int_equal(f.ends, 1);
+        assert_int_equal(f.status, 200);
+        assert_int_equal(f.n_fields, 1);
+        assert_string_equal(f.fields[0].name, "Content-Type");
+        assert_string_equal(f.fields[0].value, "text/plain");
+        assert_true(f.has_user);
+        assert_string_equal(f.user, "alice");
+        assert_true(f.has_body);
+        assert_false(f.has_content_length);
+        assert_int_equal(f.body_len, 11);
+        assert_memory_equal(f.body, "hello world", 11);
+        second_get(p, &w, 1);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_response_head_logout_and_no_user(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        run_one("HTTP/1.1 200 OK\r\nelastic-pool-user: -\r\nContent-Length: 0\r\n\r\n", NULL, &f, NULL, &w,
+                &p);
+        assert_true(f.has_user);
+        assert_string_equal(f.user, "-");
+        assert_int_equal(f.n_fields, 0);
+        assert_true(f.has_content_length);
+        assert_int_equal(f.content_length, 0);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+
+        run_one(OK_RESPONSE, NULL, &f, NULL, &w, &p);
+        assert_false(f.has_user);
+        assert_null(f.user);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_response_head_head_request_has_no_body(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        run_one("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nContent-Type: text/html\r\n\r\n", NULL, &f,
+                "HEAD", &w, &p);
+        assert_int_equal(f.ends, 1);
+        assert_false(f.has_body);
+        assert_true(f.has_content_length); /* what a GET would have had: the client side may say so */
+        assert_int_equal(f.content_length, 100);
+        assert_int_equal(f.body_len, 0);
+        second_get(p, &w, 1); /* nobody waited for 100 bytes that never come */
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_response_head_304_and_204_have_no_body(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        run_one("HTTP/1.1 304 Not Modified\r\nContent-Length: 50\r\nETag: \"x\"\r\n\r\n", NULL, &f, NULL,
+                &w, &p);
+        assert_int_equal(f.status, 304);
+        assert_false(f.has_body);
+        assert_int_equal(f.body_len, 0);
+        second_get(p, &w, 1);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+
+        run_one("HTTP/1.1 204 No Content\r\n\r\n", NULL, &f, NULL, &w, &p);
+        assert_int_equal(f.status, 204);
+        assert_false(f.has_body);
+        assert_false(f.has_content_length);
+        second_get(p, &w, 1);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_response_head_swallows_100_continue(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        run_one("HTTP/1.1 100 Continue\r\n\r\n"
+                "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n" OK_RESPONSE,
+                NULL, &f, NULL, &w, &p);
+        assert_int_equal(f.heads, 1);
+        assert_int_equal(f.status, 200);
+        assert_int_equal(f.n_fields, 0); /* nothing of the interim heads leaks into the final one */
+        assert_int_equal(f.body_len, 2);
+        second_get(p, &w, 1);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_response_end_connection_close_not_reused(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        run_one("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", NULL, &f, NULL, &w,
+                &p);
+        assert_int_equal(f.ends, 1);
+        assert_int_equal(forward_pool_counters(p)->connections, 0);
+        second_get(p, &w, 2);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+
+        /* HTTP/1.0 with keep-alive may be reused */
+        run_one("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", NULL, &f,
+                NULL, &w, &p);
+        assert_int_equal(f.ends, 1);
+        second_get(p, &w, 1);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static FakeAction answer_close(FakeConn *c) {
+        return FAKE_ANSWER_CLOSE;
+}
+
+static void test_forward_response_end_eof_delimited_body(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        run_one("HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end", answer_close, &f, NULL,
+                &w, &p);
+        assert_int_equal(f.ends, 1);
+        assert_true(f.has_body);
+        assert_false(f.has_content_length);
+        assert_int_equal(f.body_len, 13);
+        assert_memory_equal(f.body, "until the end", 13);
+        assert_int_equal(forward_pool_counters(p)->connections, 0);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_response_end_extra_bytes_not_reused(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        run_one(OK_RESPONSE "HTTP/1.1 200 OK\r\n", NULL, &f, NULL, &w, &p);
+        assert_int_equal(f.ends, 1);
+        assert_int_equal(forward_pool_counters(p)->connections, 0);
+        second_get(p, &w, 2);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_response_head_client_gone(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        w.response = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&f, "/", "gone");
+        f.head_return = -EPIPE;
+        assert_int_equal(forward_start(p, &f.x), 0);
+        RUN_UNTIL(f.heads == 1);
+        run_for(20 * USEC_PER_MSEC);
+        assert_int_equal(f.ends + f.fails, 0); /* the router knows: no more calls */
+        assert_null(f.x.upstream);
+        assert_int_equal(forward_pool_counters(p)->inflight, 0);
+        assert_int_equal(forward_pool_counters(p)->connections, 0);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+/* ---- request bodies ---- */
+
+static void test_forward_request_body_chunked_reframing(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+        FakeConn *c;
+
+        fake_worker_init(&w, event, true);
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        fake_exchange_init(&f, "POST", "/up", "app.test");
+        (void) snprintf(f.x.id, sizeof(f.x.id), "ch");
+        fake_exchange_set_body(&f, "hello chunked world", 19, false, 5);
+        assert_int_equal(forward_start(p, &f.x), 0);
+        fake_exchange_pump(&f);
+        RUN_UNTIL(fake_exchange_finished(&f));
+        assert_int_equal(f.ends, 1);
+        c = fake_conn(&w, 0);
+        assert_int_equal(c->body_len, 19);
+        assert_memory_equal(c->body, "hello chunked world", 19);
+        assert_non_null(memmem(c->raw, c->raw_len, "Transfer-Encoding: chunked\r\n", 28));
+        {
+                static const char framed[] =
+                        "\r\n\r\n5\r\nhello\r\n5\r\n chun\r\n5\r\nked w\r\n4\r\norld\r\n0\r\n\r\n";
+                size_t n = sizeof(framed) - 1;
+                assert_true(c->raw_len > n);
+                assert_memory_equal(c->raw + c->raw_len - n, framed, n); /* and nothing after */
+        }
+        assert_int_equal(w.parse_errors, 0);
+        second_get(p, &w, 1);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_request_body_small_body_with_head(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+        FakeConn *c;
+
+        fake_worker_init(&w, event, true);
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        fake_exchange_init(&f, "POST", "/form", "app.test");
+        fake_exchange_set_body(&f, "a=1&b=2", 7, true, 3);
+        assert_int_equal(forward_start(p, &f.x), 0);
+        run_for(5 * USEC_PER_MSEC);
+        assert_int_equal(w.requests, 0); /* the head waits for its small body */
+        fake_exchange_pump(&f);
+        RUN_UNTIL(fake_exchange_finished(&f));
+        c = fake_conn(&w, 0);
+        assert_int_equal(c->body_len, 7);
+        assert_memory_equal(c->raw + c->raw_len - 7, "a=1&b=2", 7);
+        assert_non_null(memmem(c->raw, c->raw_len, "\r\nContent-Length: 7\r\n\r\n", 23));
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_detach_short_body_closes_connection(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+        _cleanup_free_ char *body = calloc(1, 64 * 1024);
+
+        assert_non_null(body);
+        fake_worker_init(&w, event, true);
+        w.decide = NULL;
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        fake_exchange_init(&f, "PUT", "/big", "app.test");
+        fake_exchange_set_body(&f, body, 64 * 1024, true, 20 * 1024);
+        f.req_body_len = 20 * 1024; /* the client stops after 20 KiB of 64 */
+        f.req_ended = true;
+        assert_int_equal(forward_start(p, &f.x), 0);
+        fake_exchange_pump(&f);
+        RUN_UNTIL(fake_conn(&w, 0) && fake_conn(&w, 0)->body_len == 20 * 1024);
+
+        forward_detach(&f.x); /* the client side gave up on it */
+        assert_null(f.x.upstream);
+        assert_int_equal(forward_pool_counters(p)->connections, 0);
+        assert_int_equal(forward_pool_counters(p)->inflight, 0);
+        RUN_UNTIL(fake_conn(&w, 0)->eof); /* the worker sees the truncated request end */
+        assert_int_equal(fake_conn(&w, 0)->requests, 0);
+        second_get(p, &w, 2);
+        assert_int_equal(f.ends + f.fails, 0);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_request_end_short_body_refused(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        fake_exchange_init(&f, "POST", "/", "app.test");
+        fake_exchange_set_body(&f, "12345", 10, true, 0);
+        assert_int_equal(forward_start(p, &f.x), 0);
+        assert_int_equal(forward_request_body(&f.x, "12345", 5), 0);
+        assert_int_equal(forward_request_end(&f.x), -EBADMSG);
+        assert_null(f.x.upstream);
+        assert_int_equal(forward_request_body(&f.x, "x", 1), -ENOTCONN);
+        assert_int_equal(forward_pool_counters(p)->connections, 0);
+        assert_int_equal(forward_pool_counters(p)->inflight, 0);
+        run_for(20 * USEC_PER_MSEC);
+        assert_int_equal(w.requests, 0);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_start_refuses_bad_head(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&f, "/", "bad");
+        fake_exchange_add_field(&f, "X-Smuggle", "a\r\nGET /admin HTTP/1.1");
+        assert_int_equal(forward_start(p, &f.x), -EBADMSG);
+        assert_null(f.x.upstream);
+        assert_int_equal(forward_pool_counters(p)->inflight, 0);
+        assert_int_equal(forward_pool_counters(p)->connections, 0);
+        run_for(10 * USEC_PER_MSEC);
+        assert_int_equal(w.accepts, 0);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+/* 1 MiB up and back through an echoing worker while the client stops reading now and then: both
+ * directions pause and resume, and no buffer of ours grows past its mark. */
+typedef struct Streaming {
+        FakeExchange f;
+        sd_event_source *resume;
+        size_t next_pause;
+        unsigned response_pauses;
+} Streaming;
+
+static int on_resume_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Streaming *st = userdata;
+
+        st->resume = sd_event_source_unref(st->resume);
+        forward_response_resume(&st->f.x);
+        return 0;
+}
+
+static int streaming_body(FakeExchange *f, const void *data, size_t size) {
+        Streaming *st = (Streaming *) f;
+
+        if (f->body_len < st->next_pause)
+                return 0;
+        st->next_pause += 128 * 1024;
+        st->response_pauses++;
+        assert_null(st->resume);
+        assert_true(sd_event_add_time_relative(event, &st->resume, CLOCK_MONOTONIC, 3 * USEC_PER_MSEC, 0,
+                                               on_resume_timer, st) >= 0);
+        return 1;
+}
+
+static void streaming_request_resumed(FakeExchange *f) {
+        fake_exchange_pump(f); /* pushes again from inside the callout */
+}
+
+static void test_forward_request_body_streams_with_backpressure(void **state) {
+        const size_t size = 1024 * 1024, chunk = 16 * 1024;
+        _cleanup_free_ char *body = malloc(size);
+        FakeWorker w;
+        Streaming st = {};
+        ForwardPool *p;
+        ForwardBufferStats s;
+
+        assert_non_null(body);
+        for (size_t i = 0; i < size; i++)
+                body[i] = (char) ('a' + (i * 7 + i / 4096) % 26);
+        fake_worker_init(&w, event, true);
+        w.echo = true;
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        fake_exchange_init(&st.f, "POST", "/echo", "app.test");
+        (void) snprintf(st.f.x.id, sizeof(st.f.x.id), "echo");
+        fake_exchange_set_body(&st.f, body, size, true, chunk);
+        st.f.on_body = streaming_body;
+        st.f.on_request_body_resume = streaming_request_resumed;
+        st.next_pause = 64 * 1024;
+
+        assert_int_equal(forward_start(p, &st.f.x), 0);
+        fake_exchange_pump(&st.f);
+        RUN_UNTIL(fake_exchange_finished(&st.f));
+
+        assert_int_equal(st.f.ends, 1);
+        assert_int_equal(st.f.content_length, size);
+        assert_int_equal(st.f.body_len, size);
+        assert_memory_equal(st.f.body, body, size);
+        assert_int_equal(fake_conn(&w, 0)->body_len, size);
+        assert_true(st.f.request_pauses >= 1);
+        assert_true(st.f.request_resumes >= 1);
+        assert_true(st.response_pauses >= 4);
+        forward_pool_buffer_stats(p, &s);
+        print_message("request buffer peak %zu, response buffer peak %zu, %u request pauses, "
+                      "%u response pauses\n",
+                      s.request_buffer_peak, s.response_buffer_peak, st.f.request_pauses,
+                      st.response_pauses);
+        assert_true(s.request_buffer_peak <= FORWARD_BODY_HIGH_WATER + chunk);
+        assert_true(s.response_buffer_peak <= FORWARD_RESPONSE_HEAD_MAX);
+        w.echo = false;
+        second_get(p, &w, 1);
+
+        st.resume = sd_event_source_disable_unref(st.resume);
+        fake_exchange_done(&st.f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_request_body_queued_exchange(void **state) {
+        FakeWorker w;
+        FakeExchange a, b;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        w.delay = 10 * USEC_PER_MSEC;
+        p = pool_new(w.path, 1, 4, 5 * USEC_PER_SEC);
+        get_init(&a, "/", "a");
+        fake_exchange_init(&b, "POST", "/", "app.test");
+        fake_exchange_set_body(&b, "queued body", 11, false, 4);
+        assert_int_equal(forward_start(p, &a.x), 0);
+        assert_int_equal(forward_start(p, &b.x), 0); /* waits for a's connection */
+        fake_exchange_pump(&b);                       /* its body is kept meanwhile */
+        RUN_UNTIL(fake_exchanges_finished == 2);
+        assert_int_equal(b.ends, 1);
+        assert_int_equal(w.accepts, 1);
+        assert_int_equal(fake_conn(&w, 0)->requests, 2);
+        assert_int_equal(fake_conn(&w, 0)->body_len, 11);
+        assert_memory_equal(fake_conn(&w, 0)->body, "queued body", 11);
+        fake_exchange_done(&a);
+        fake_exchange_done(&b);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_pool_counters_track_exchanges(void **state) {
+        FakeWorker w;
+        FakeExchange a, b, c;
+        ForwardPool *p;
+        const ForwardCounters *k;
+
+        fake_worker_init(&w, event, true);
+        w.delay = 15 * USEC_PER_MSEC;
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        k = forward_pool_counters(p);
+        get_init(&a, "/", "a");
+        get_init(&b, "/", "b");
+        assert_int_equal(forward_start(p, &a.x), 0);
+        assert_int_equal(forward_start(p, &b.x), 0);
+        assert_int_equal(k->inflight, 2);
+        assert_int_equal(k->connections, 2);
+        RUN_UNTIL(fake_exchanges_finished == 2);
+        assert_int_equal(k->requests, 2);
+        assert_int_equal(k->errors, 0);
+        assert_int_equal(k->inflight, 0);
+        assert_int_equal(k->connections, 2);
+        assert_int_equal(k->idle, 2);
+        assert_true(k->busy_usec >= 2 * 15 * USEC_PER_MSEC);
+
+        w.decide = always_close; /* one error */
+        get_init(&c, "/", "c");
+        assert_int_equal(forward_start(p, &c.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&c));
+        assert_int_equal(k->requests, 2);
+        assert_int_equal(k->errors, 1);
+        assert_int_equal(k->inflight, 0);
+        fake_exchange_done(&a);
+        fake_exchange_done(&b);
+        fake_exchange_done(&c);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_response_resume_after_head_pause(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        w.response = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&f, "/", "hp");
+        f.head_return = 1; /* the client side is full already */
+        assert_int_equal(forward_start(p, &f.x), 0);
+        RUN_UNTIL(f.heads == 1);
+        run_for(20 * USEC_PER_MSEC);
+        assert_int_equal(f.body_len, 0); /* nothing while paused, though the body is in our buffer */
+        assert_int_equal(f.ends, 0);
+        forward_response_resume(&f.x);
+        forward_response_resume(&f.x); /* twice is harmless */
+        RUN_UNTIL(fake_exchange_finished(&f));
+        assert_int_equal(f.ends, 1);
+        assert_int_equal(f.body_len, 5);
+        second_get(p, &w, 1);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_pool_idle_timeout_closes_connections(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+        ForwardOptions o = {
+                .max_connections = 4,
+                .max_queued = 4,
+                .response_timeout = 5 * USEC_PER_SEC,
+                .idle_timeout = 40 * USEC_PER_MSEC,
+                .worker_id = WORKER_ID,
+        };
+        usec_t t0;
+
+        fake_worker_init(&w, event, true);
+        assert_int_equal(forward_pool_new(event, w.path, &o, &p), 0);
+        get_init(&f, "/", "idle");
+        assert_int_equal(forward_start(p, &f.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&f));
+        t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(forward_pool_counters(p)->idle, 1);
+        RUN_UNTIL(forward_pool_counters(p)->connections == 0);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 >= 30 * USEC_PER_MSEC);
+        assert_int_equal(forward_pool_counters(p)->idle, 0);
+        RUN_UNTIL(fake_conn(&w, 0)->eof);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_pool_worker_closes_idle_connection(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+        ForwardBufferStats s;
+
+        /* keep-alive response, then the worker hangs up while we hold the socket idle */
+        run_one(OK_RESPONSE, answer_close, &f, NULL, &w, &p);
+        assert_int_equal(f.ends, 1);
+        RUN_UNTIL(forward_pool_counters(p)->connections == 0);
+        assert_int_equal(forward_pool_counters(p)->errors, 0);
+        second_get(p, &w, 2);
+        forward_pool_buffer_stats(p, &s);
+        assert_int_equal(s.retries, 0); /* noticed while idle: nothing to retry */
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+/* ---- drain and free ---- */
+
+static void test_forward_pool_drain_finishes_busy_then_closes(void **state) {
+        FakeWorker w;
+        FakeExchange a, b, c, d;
+        ForwardPool *p;
+        const ForwardCounters *k;
+
+        fake_worker_init(&w, event, true);
+        w.delay = 20 * USEC_PER_MSEC;
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        k = forward_pool_counters(p);
+        get_init(&a, "/", "a");
+        get_init(&b, "/", "b");
+        assert_int_equal(forward_start(p, &a.x), 0);
+        assert_int_equal(forward_start(p, &b.x), 0);
+        RUN_UNTIL(fake_exchanges_finished == 2);
+        assert_int_equal(k->idle, 2);
+
+        get_init(&c, "/", "c");
+        assert_int_equal(forward_start(p, &c.x), 0); /* busy on one, the other idle */
+        forward_pool_drain(p);
+        assert_int_equal(k->idle, 0);
+        assert_int_equal(k->connections, 1);
+        RUN_UNTIL(w.open == 1); /* the idle one closed at once */
+
+        get_init(&d, "/", "d");
+        assert_int_equal(forward_start(p, &d.x), -ESHUTDOWN);
+        assert_null(d.x.upstream);
+
+        RUN_UNTIL(fake_exchange_finished(&c));
+        assert_int_equal(c.ends, 1); /* in flight finishes */
+        assert_int_equal(k->connections, 0); /* and its connection closes after the response */
+        RUN_UNTIL(w.open == 0);
+        fake_exchange_done(&a);
+        fake_exchange_done(&b);
+        fake_exchange_done(&c);
+        fake_exchange_done(&d);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_pool_free_fails_inflight_exchanges(void **state) {
+        FakeWorker w;
+        FakeExchange a, b, c;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        w.decide = silent;
+        p = pool_new(w.path, 1, 4, 5 * USEC_PER_SEC);
+        get_init(&a, "/", "a");
+        get_init(&b, "/", "b");
+        assert_int_equal(forward_start(p, &a.x), 0);
+        assert_int_equal(forward_start(p, &b.x), 0);
+        RUN_UNTIL(w.requests == 1);
+
+        /* and one whose failure is still pending delivery */
+        {
+                ForwardPool *q = pool_new("/nonexistent/w.sock", 1, 1, USEC_PER_SEC);
+                get_init(&c, "/", "c");
+                assert_int_equal(forward_start(q, &c.x), 0);
+                forward_pool_free(q);
+                assert_int_equal(c.fails, 1);
+                assert_int_equal(c.fail_status, 502);
+        }
+
+        forward_pool_free(p);
+        assert_int_equal(a.fails, 1);
+        assert_int_equal(b.fails, 1);
+        assert_int_equal(a.fail_status, 502);
+        assert_int_equal(b.fail_status, 502);
+        assert_non_null(strstr(a.fail_reason, "worker gone"));
+        assert_non_null(strstr(b.fail_reason, "w7 request b: worker gone"));
+        RUN_UNTIL(fake_conn(&w, 0)->eof);
+        fake_exchange_done(&a);
+        fake_exchange_done(&b);
+        fake_exchange_done(&c);
+        fake_worker_done(&w);
+}
+
+static ForwardPool *free_me;
+
+static void free_pool_on_finish(FakeExchange *f) {
+        free_me = forward_pool_free(free_me);
+}
+
+static FakeAction answer_first_only(FakeConn *c) {
+        return c->w->requests == 1 ? FAKE_ANSWER : FAKE_SILENT;
+}
+
+static void test_forward_pool_free_from_a_callout(void **state) {
+        FakeWorker w;
+        FakeExchange a, b;
+
+        fake_worker_init(&w, event, true);
+        w.decide = answer_first_only;
+        free_me = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&a, "/", "a");
+        get_init(&b, "/", "b");
+        /* the router retires the worker as the first response ends, with the other still in flight */
+        a.on_finish = b.on_finish = free_pool_on_finish;
+        assert_int_equal(forward_start(free_me, &a.x), 0);
+        assert_int_equal(forward_start(free_me, &b.x), 0);
+        RUN_UNTIL(fake_exchanges_finished == 2);
+        assert_null(free_me);
+        assert_int_equal(a.ends + b.ends, 1);
+        assert_int_equal(a.fails + b.fails, 1);
+        assert_int_equal(a.fails ? a.fail_status : b.fail_status, 502);
+        run_for(10 * USEC_PER_MSEC); /* nothing of the pool fires any more */
+        fake_exchange_done(&a);
+        fake_exchange_done(&b);
+        fake_worker_done(&w);
+}
+
+static int detach_on_body(FakeExchange *f, const void *data, size_t size) {
+        forward_detach(&f->x); /* the client vanished while we were handing it bytes */
+        return 0;
+}
+
+static void test_forward_detach_inside_body_callout(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        w.response = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n";
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&f, "/", "det");
+        f.on_body = detach_on_body;
+        assert_int_equal(forward_start(p, &f.x), 0);
+        RUN_UNTIL(f.body_len > 0);
+        run_for(20 * USEC_PER_MSEC);
+        assert_int_equal(f.body_len, 3); /* nothing after the detach */
+        assert_int_equal(f.ends + f.fails, 0);
+        assert_int_equal(forward_pool_counters(p)->connections, 0);
+        second_get(p, &w, 2);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+/* tests that run a real sd-event loop get a fresh one each */
+#define LOOP_TEST(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
+
+int main(void) {
+        if (getenv("EP_TEST_DEBUG"))
+                log_set_max_level(LOG_DEBUG);
+
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_forward_request_serialize_table),
+                cmocka_unit_test(test_forward_request_serialize_small_buffer),
+                cmocka_unit_test(test_forward_request_serialize_refuses_bad_bytes),
+                cmocka_unit_test(test_forward_response_filter_extracts_user_and_drops_hop_by_hop),
+                cmocka_unit_test(test_forward_response_filter_without_user),
+                cmocka_unit_test(test_forward_response_filter_refuses_bad_bytes),
+                LOOP_TEST(test_forward_start_sends_serialized_head),
+                LOOP_TEST(test_forward_start_reuses_keepalive_connection),
+                LOOP_TEST(test_forward_start_queues_beyond_max_connections),
+                LOOP_TEST(test_forward_start_refuses_when_queue_full),
+                LOOP_TEST(test_forward_start_retries_stale_keepalive_connection),
+                LOOP_TEST(test_forward_start_retries_only_once),
+                LOOP_TEST(test_forward_start_connect_refused),
+                LOOP_TEST(test_forward_start_missing_socket),
+                LOOP_TEST(test_forward_start_reset_before_response),
+                LOOP_TEST(test_forward_start_response_timeout),
+                LOOP_TEST(test_forward_start_queue_timeout),
+                LOOP_TEST(test_forward_start_backlog_full_retries_connect),
+                LOOP_TEST(test_forward_start_backlog_full_until_timeout),
+                LOOP_TEST(test_forward_start_malformed_response_discards_connection),
+                LOOP_TEST(test_forward_start_oversized_response_head),
+                LOOP_TEST(test_forward_start_too_many_response_fields),
+                LOOP_TEST(test_forward_start_body_broken_after_head),
+                LOOP_TEST(test_forward_start_refuses_bad_head),
+                LOOP_TEST(test_forward_response_head_filters_fields),
+                LOOP_TEST(test_forward_response_head_logout_and_no_user),
+                LOOP_TEST(test_forward_response_head_head_request_has_no_body),
+                LOOP_TEST(test_forward_response_head_304_and_204_have_no_body),
+                LOOP_TEST(test_forward_response_head_swallows_100_continue),
+                LOOP_TEST(test_forward_response_head_client_gone),
+                LOOP_TEST(test_forward_response_end_connection_close_not_reused),
+                LOOP_TEST(test_forward_response_end_eof_delimited_body),
+                LOOP_TEST(test_forward_response_end_extra_bytes_not_reused),
+                LOOP_TEST(test_forward_request_body_chunked_reframing),
+                LOOP_TEST(test_forward_request_body_small_body_with_head),
+                LOOP_TEST(test_forward_request_body_streams_with_backpressure),
+                LOOP_TEST(test_forward_request_body_queued_exchange),
+                LOOP_TEST(test_forward_request_end_short_body_refused),
+                LOOP_TEST(test_forward_detach_short_body_closes_connection),
+                LOOP_TEST(test_forward_detach_inside_body_callout),
+                LOOP_TEST(test_forward_pool_counters_track_exchanges),
+                LOOP_TEST(test_forward_response_resume_after_head_pause),
+                LOOP_TEST(test_forward_pool_idle_timeout_closes_connections),
+                LOOP_TEST(test_forward_pool_worker_closes_idle_connection),
+                LOOP_TEST(test_forward_pool_drain_finishes_busy_then_closes),
+                LOOP_TEST(test_forward_pool_free_fails_inflight_exchanges),
+                LOOP_TEST(test_forward_pool_free_from_a_callout),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
