@@ -546,7 +546,8 @@ int config_exec_split(const char *line, char ***ret_argv, const char **ret_reaso
         for (const char *s = line;; s++) {
                 if (*s == 0 || isspace((unsigned char) *s)) {
                         if (in_word) {
-                                r = strv_consume(&argv, strndup(word, len));
+                                word[len] = 0; /* strndup() may look past len for the NUL */
+                                r = strv_consume(&argv, strdup(word));
                                 if (r < 0)
                                         return r;
                                 in_word = false, len = 0;

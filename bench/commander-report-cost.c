@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/* bench-commander-report-cost: the commander's CPU per report when 1 000 workers report, through the
+ * real report path: the frame decoded by the channel codec, archived in the worker's window, evaluated,
+ * and the capacity checks (scale-up and compaction) that run on every report. The workers are Worker
+ * objects of a real Manager with open channels, but no processes: their reports are synthesised.
+ *
+ *   bench-commander-report-cost [WORKERS [REPORTS]]      defaults: 1000 workers, 1000000 reports
+ *
+ * The pool is kept in a steady state (every worker near the admission threshold, so neither scale-up
+ * nor compaction acts), which is what a busy pool spends its reports on. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "frame.h"
+#include "log.h"
+#include "manager.h"
+#include "pool.h"
+
+#define VARIANTS 16
+
+typedef struct Packed {
+        uint8_t *data;
+        size_t size;
+} Packed;
+
+static void pack_report(unsigned k, Packed *ret) {
+        ElasticPool__OccupancyReport r = ELASTIC_POOL__OCCUPANCY_REPORT__INIT;
+        ElasticPool__Executor e = ELASTIC_POOL__EXECUTOR__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+
+        r.has_seq = true, r.seq = 1000 + k;
+        r.has_monotonic_usec = true, r.monotonic_usec = now_usec(CLOCK_MONOTONIC);
+        /* 0.7988 .. 0.7999: everyone busy, nobody over admission_threshold=0.8, and the ledger's
+         * headroom (C - O = 0.5 + 999 x 0.8 - ~799.35) under 1.5 x 0.8: nothing to compact */
+        r.has_cpu = true, r.cpu = 0.7988 + 0.00007 * (double) k;
+        r.has_cpu_source = true, r.cpu_source = ELASTIC_POOL__CPU_SOURCE__CPU_SOURCE_CGROUP2;
+        r.has_memory_bytes = true, r.memory_bytes = 100ULL << 20;
+        r.has_memory_source = true, r.memory_source = ELASTIC_POOL__MEMORY_SOURCE__MEMORY_SOURCE_CGROUP2;
+        r.has_users = true, r.users = 10 + k;
+        r.has_interval_usec = true, r.interval_usec = 5 * USEC_PER_SEC;
+        e.has_busy = e.has_total = e.has_queue_depth = true;
+        e.busy = 1, e.total = 4, e.queue_depth = 0;
+        r.executor = &e;
+        f.body_case = ELASTIC_POOL__FRAME__BODY_REPORT;
+        f.report = &r;
+        if (frame_encode(&f, 0, &ret->data, &ret->size) < 0)
+                abort();
+}
+
+static double cpu_seconds(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static int make_pool(Manager *m, unsigned n) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        static const ChannelCallbacks no_callbacks = {};
+
+        m->workers = calloc(n, sizeof *m->workers);
+        if (!m->workers)
+                return -ENOMEM;
+        for (unsigned i = 0; i < n; i++) {
+                Worker *w;
+                int sv[2], r;
+
+                r = worker_new(m, i + 1, &w);
+                if (r < 0)
+                        return r;
+                r = window_init(&w->window, m->config.window_rows);
+                if (r < 0)
+                        return r;
+                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                        return -errno;
+                close(sv[1]);
+                r = channel_new(m->event, sv[0], 0, &no_callbacks, w, &w->channel);
+                if (r < 0)
+                        return r;
+                w->state = WORKER_ROUTABLE;
+                w->spawned_at = w->routable_at = now;
+                m->workers[m->n_workers++] = w;
+        }
+        m->reception = m->workers[0];
+        m->next_worker_id = n + 1;
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        unsigned workers = argc > 1 ? (unsigned) atoi(argv[1]) : 1000;
+        unsigned long reports = argc > 2 ? strtoul(argv[2], NULL, 10) : 1000000UL;
+        struct rlimit rl = { 8192, 8192 };
+        Packed packed[VARIANTS];
+        Manager m = {};
+        FrameDecoder d;
+        double t0, t1;
+        int r;
+
+        /* warming up 1 000 new workers holds compaction a thousand times: not what is measured */
+        log_set_max_level(LOG_CRIT);
+        (void) setrlimit(RLIMIT_NOFILE, &rl);
+        if (config_init_defaults(&m.config) < 0 || sd_event_new(&m.event) < 0)
+                return 1;
+        manager_setup_parameters(&m);
+        r = make_pool(&m, workers);
+        if (r < 0) {
+                fprintf(stderr, "setting up %u workers failed: %s (raise the fd limit?)\n", workers, strerror(-r));
+                return 1;
+        }
+        for (unsigned k = 0; k < VARIANTS; k++)
+                pack_report(k, &packed[k]);
+        frame_decoder_init(&d, 0);
+
+        /* warm every window so the steady state is what gets measured */
+        for (unsigned long i = 0; i < (unsigned long) workers * 8; i++) {
+                Frame *f = NULL;
+                size_t used;
+                const Packed *p = &packed[i % VARIANTS];
+                if (frame_decoder_feed(&d, p->data, p->size, &used, &f) == 1) {
+                        pool_handle_frame(m.workers[i % workers], f);
+                        frame_free(f);
+                }
+        }
+
+        t0 = cpu_seconds();
+        for (unsigned long i = 0; i < reports; i++) {
+                Frame *f = NULL;
+                size_t used;
+                const Packed *p = &packed[(i * 7) % VARIANTS];
+
+                if (frame_decoder_feed(&d, p->data, p->size, &used, &f) != 1)
+                        return 1;
+                pool_handle_frame(m.workers[i % workers], f);
+                frame_free(f);
+        }
+        t1 = cpu_seconds();
+
+        printf("commander CPU per report: %.3f us  (%u workers, %lu reports, %llu reports archived, "
+               "decisions: scale-up %s, compaction %s)\n",
+               (t1 - t0) * 1e6 / (double) reports, workers, reports, (unsigned long long) m.reports_received,
+               decision_kind_to_string(m.last_scale_up), decision_kind_to_string(m.last_compaction));
+        printf("goal: <= 2 us per report\n");
+        return 0;
+}

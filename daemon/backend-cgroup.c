@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/* cgroup: without systemd (containers, CI, bare hosts), each worker gets a cgroup v2 leaf under a root
+ * of ours and is born in it with CLONE_INTO_CGROUP. The root is our own cgroup when it was delegated to
+ * us (we then move into a "supervisor" leaf: no processes in inner nodes); when we sit in the
+ * hierarchy's root we make elastic-pool-<group> there, so two groups never share a tree. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "cleanup.h"
+#include "log.h"
+#include "macro.h"
+#include "worker.h"
+
+#define CGROUP_REMOVE_TIMEOUT (5 * USEC_PER_SEC)
+
+static int open_dir(const char *mount, const char *path) {
+        _cleanup_free_ char *full = NULL;
+        int fd;
+
+        if (asprintf(&full, "%s%s", mount, path) < 0)
+                return -ENOMEM;
+        fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+/* Our cgroup is delegated to us when it is not the hierarchy root and we may create children in it. */
+static int pick_root(Backend *b, char **ret_root, bool *ret_delegated) {
+        _cleanup_free_ char *own = NULL, *root = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        r = cgroup_pid_path(0, &own);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read our cgroup from /proc/self/cgroup: %m");
+        if (streq(own, "/")) {
+                if (asprintf(&root, "/elastic-pool-%s", b->group) < 0)
+                        return -ENOMEM;
+                *ret_delegated = false;
+                *ret_root = TAKE_PTR(root);
+                return 0;
+        }
+        /* already inside our own supervisor leaf (a restart of ours in the same tree)? */
+        size_t len = strlen(own);
+        if (len > strlen("/supervisor") && streq(own + len - strlen("/supervisor"), "/supervisor"))
+                own[len - strlen("/supervisor")] = 0;
+        fd = open_dir(b->cgroup_mount, own);
+        if (fd < 0)
+                return log_error_errno(fd, "Failed to open our cgroup %s%s: %m", b->cgroup_mount, own);
+        if (faccessat(fd, "cgroup.subtree_control", W_OK, 0) < 0 || faccessat(fd, ".", W_OK, 0) < 0)
+                return log_error_errno(errno, "Our cgroup %s is not delegated to us (not writable): %m", own);
+        *ret_delegated = true;
+        *ret_root = TAKE_PTR(own);
+        return 0;
+}
+
+static int enter_supervisor_leaf(Backend *b) {
+        int r;
+
+        if (mkdirat(b->root_fd, "supervisor", 0755) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "Failed to create %s%s/supervisor: %m", b->cgroup_mount, b->root);
+        _cleanup_close_ int fd = openat(b->root_fd, "supervisor", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = cgroup_attach_pid(fd, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to move the commander into %s/supervisor: %m", b->root);
+        return 0;
+}
+
+static int cgroup_init(Backend *b) {
+        _cleanup_free_ char *root = NULL;
+        bool delegated;
+        int r;
+
+        if (b->layout == CGROUP_LAYOUT_NONE)
+                return -EOPNOTSUPP;
+        if (access("/proc/self/cgroup", R_OK) < 0)
+                return -errno;
+        r = pick_root(b, &root, &delegated);
+        if (r < 0)
+                return r;
+        if (!delegated) {
+                _cleanup_free_ char *full = NULL;
+                if (asprintf(&full, "%s%s", b->cgroup_mount, root) < 0)
+                        return -ENOMEM;
+                if (mkdir(full, 0755) < 0 && errno != EEXIST)
+                        return log_debug_errno(errno, "Cannot create %s: %m", full);
+        }
+        b->root_fd = open_dir(b->cgroup_mount, root);
+        if (b->root_fd < 0)
+                return b->root_fd;
+        if (faccessat(b->root_fd, "cgroup.kill", F_OK, 0) < 0) {
+                log_notice("cgroup backend needs cgroup.kill (Linux >= 5.14), which %s%s lacks", b->cgroup_mount,
+                           root);
+                b->root_fd = safe_close(b->root_fd);
+                return -EOPNOTSUPP;
+        }
+        if (delegated) {
+                r = enter_supervisor_leaf(b);
+                if (r < 0) {
+                        b->root_fd = safe_close(b->root_fd);
+                        return r;
+                }
+        }
+        r = cgroup_enable_controllers(b->root_fd, "cpu memory pids");
+        if (!cgroup_has_controller(b->root_fd, "memory") && b->config->memory_limit > 0)
+                log_notice("memory_limit is not applied as memory.max: the memory controller is not available "
+                           "on the unified hierarchy here (%s layout); the evaluator still uses the limit",
+                           cgroup_layout_to_string(b->layout));
+        b->root = TAKE_PTR(root);
+        b->root_owned = !delegated;
+        log_debug("cgroup backend root %s%s (%s, %d controllers delegated to leaves)", b->cgroup_mount, b->root,
+                  delegated ? "delegated to us" : "made by us", MAX(r, 0));
+        return 0;
+}
+
+static void remove_leaf(Backend *b, const char *name) {
+        int r = cgroup_kill_and_remove(b->root_fd, name, CGROUP_REMOVE_TIMEOUT);
+        if (r < 0)
+                log_warning_errno(r, "Failed to remove cgroup %s%s/%s: %m", b->cgroup_mount, b->root, name);
+}
+
+static void cgroup_done(Backend *b) {
+        _cleanup_free_ char *full = NULL;
+
+        if (b->root_fd < 0 || !b->root)
+                return;
+        /* The root is ours to remove only when we made it; a delegated one belongs to whoever
+         * delegated it (and still holds our supervisor leaf). */
+        if (!b->root_owned)
+                return;
+        if (asprintf(&full, "%s%s", b->cgroup_mount, b->root) < 0)
+                return;
+        if (rmdir(full) < 0 && errno != ENOENT)
+                log_warning_errno(errno, "Failed to remove cgroup %s: %m", full);
+}
+
+static int cgroup_prepare(Backend *b, Worker *w, int *ret_cgroup_fd) {
+        _cleanup_close_ int fd = -EBADF;
+        char name[32], value[32];
+        int r;
+
+        snprintf(name, sizeof name, "w%u", w->id);
+        /* a leaf left over from an earlier commander of this group: its processes are not ours */
+        remove_leaf(b, name);
+        if (mkdirat(b->root_fd, name, 0755) < 0)
+                return log_error_errno(errno, "Failed to create cgroup %s%s/%s: %m", b->cgroup_mount, b->root,
+                                       name);
+        fd = openat(b->root_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (b->config->memory_limit > 0 && cgroup_has_controller(fd, "memory")) {
+                snprintf(value, sizeof value, "%llu", (unsigned long long) b->config->memory_limit);
+                r = cgroup_write_attr(fd, "memory.max", value);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to set memory.max=%s on %s: %m", value, name);
+                /* swap would hide pressure from memory.current */
+                (void) cgroup_write_attr(fd, "memory.swap.max", "0");
+        }
+        if (asprintf(&w->cgroup_path, "%s/%s", b->root, name) < 0)
+                return -ENOMEM;
+        w->cgroup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (w->cgroup_fd < 0)
+                return -errno;
+        *ret_cgroup_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int cgroup_attach(Backend *b, Worker *w) {
+        /* Born in the leaf with CLONE_INTO_CGROUP; the spawner moved it there otherwise. */
+        b->attach_done(w, 0);
+        return 0;
+}
+
+static void cgroup_release(Backend *b, Worker *w) {
+        char name[32];
+
+        if (!w->cgroup_path)
+                return;
+        snprintf(name, sizeof name, "w%u", w->id);
+        w->cgroup_fd = safe_close(w->cgroup_fd);
+        remove_leaf(b, name);
+}
+
+static int cgroup_oom_kills(Backend *b, Worker *w, uint64_t *ret) {
+        if (w->cgroup_fd < 0)
+                return -ENODATA;
+        int r = cgroup_read_keyed(w->cgroup_fd, "memory.events", "oom_kill", ret);
+        return r == -ENOENT ? -ENODATA : r;
+}
+
+const BackendVTable backend_cgroup_vtable = {
+        .kind = BACKEND_CGROUP,
+        .init = cgroup_init,
+        .done = cgroup_done,
+        .prepare = cgroup_prepare,
+        .attach = cgroup_attach,
+        .release = cgroup_release,
+        .oom_kills = cgroup_oom_kills,
+};

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The commander's end of one worker's channel: length-prefixed protobuf-c frames over a stream socket,
+ * decoded with the shared codec. One dispatch callback per peer; a bad, oversize or truncated frame
+ * closes the channel with a reason and the commander carries on. */
+
+#include <stddef.h>
+#include <systemd/sd-event.h>
+
+#include "frame.h"
+
+typedef struct Channel Channel;
+
+typedef struct ChannelCallbacks {
+        /* A decoded frame; it is freed after the call returns. */
+        void (*on_frame)(Channel *c, const Frame *f, void *userdata);
+        /* The channel is closed (error < 0 with a human reason, or 0 on an orderly EOF/Goodbye). The
+         * Channel object stays allocated until channel_free(). */
+        void (*on_close)(Channel *c, int error, const char *reason, void *userdata);
+} ChannelCallbacks;
+
+/* Takes ownership of fd (made non-blocking). 0 or -errno. */
+int channel_new(sd_event *event, int fd, size_t max_frame, const ChannelCallbacks *cb, void *userdata,
+                Channel **ret);
+Channel *channel_free(Channel *c);
+
+/* Queues a frame and writes what the socket takes. 0, -ENOTCONN after close, -ENOBUFS when the worker
+ * does not read (queue over its limit), -EMSGSIZE. */
+int channel_send(Channel *c, const Frame *f);
+
+bool channel_is_open(const Channel *c);
+/* Counters for status surfaces. */
+uint64_t channel_frames_received(const Channel *c);

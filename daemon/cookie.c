@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+#include "cookie.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "macro.h"
+
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static size_t b64url_encode(const uint8_t *in, size_t n, char *out) {
+        size_t o = 0;
+
+        for (size_t i = 0; i < n; i += 3) {
+                uint32_t v = (uint32_t) in[i] << 16;
+                if (i + 1 < n)
+                        v |= (uint32_t) in[i + 1] << 8;
+                if (i + 2 < n)
+                        v |= in[i + 2];
+                out[o++] = b64url[(v >> 18) & 63];
+                out[o++] = b64url[(v >> 12) & 63];
+                if (i + 1 < n)
+                        out[o++] = b64url[(v >> 6) & 63];
+                if (i + 2 < n)
+                        out[o++] = b64url[v & 63];
+        }
+        return o;
+}
+
+static int b64url_value(char c) {
+        const char *p = c ? strchr(b64url, c) : NULL;
+        return p ? (int) (p - b64url) : -1;
+}
+
+/* Unpadded base64url; -EBADMSG on a bad character or length. Returns the decoded length. */
+static int b64url_decode(const char *in, size_t n, uint8_t *out, size_t size) {
+        size_t o = 0;
+        uint32_t acc = 0;
+        unsigned bits = 0;
+
+        if (n % 4 == 1)
+                return -EBADMSG;
+        for (size_t i = 0; i < n; i++) {
+                int v = b64url_value(in[i]);
+                if (v < 0)
+                        return -EBADMSG;
+                acc = acc << 6 | (uint32_t) v;
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        if (o >= size)
+                                return -ENOBUFS;
+                        out[o++] = (uint8_t) (acc >> bits);
+                }
+        }
+        return (int) o;
+}
+
+int cookie_key_load(const char *state_dir, CookieKey *ret) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        ssize_t n;
+
+        if (asprintf(&path, "%s/cookie.key", state_dir) < 0)
+                return -ENOMEM;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd >= 0) {
+                n = read(fd, ret->key, sizeof ret->key);
+                if (n < 0)
+                        return -errno;
+                return n == sizeof ret->key ? 0 : -EBADMSG;
+        }
+        if (errno != ENOENT)
+                return -errno;
+        if (getrandom(ret->key, sizeof ret->key, 0) != sizeof ret->key)
+                return -EIO;
+        /* O_EXCL: a second commander racing us must not get a different key */
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0) {
+                if (errno == EEXIST)
+                        return cookie_key_load(state_dir, ret);
+                return -errno;
+        }
+        n = write(fd, ret->key, sizeof ret->key);
+        if (n != sizeof ret->key || fsync(fd) < 0) {
+                (void) unlink(path);
+                return n < 0 ? -errno : -EIO;
+        }
+        return 0;
+}
+
+/* mac over "<user b64>.<expiry>": exactly the bytes before the second dot. */
+static int mac(const CookieKey *k, const char *data, size_t len, uint8_t out[32]) {
+        unsigned out_len = 0;
+
+        if (!HMAC(EVP_sha256(), k->key, sizeof k->key, (const unsigned char *) data, len, out, &out_len) ||
+            out_len != 32)
+                return -EIO;
+        return 0;
+}
+
+int cookie_sign(const CookieKey *k, const char *user, uint64_t expires_at, char *buf, size_t size) {
+        size_t ulen = strlen(user), n;
+        uint8_t m[32];
+        int r;
+
+        if (ulen == 0 || ulen > COOKIE_USER_MAX)
+                return -EINVAL;
+        if (size < COOKIE_VALUE_MAX)
+                return -ENOBUFS;
+        n = b64url_encode((const uint8_t *) user, ulen, buf);
+        n += (size_t) snprintf(buf + n, size - n, ".%llu", (unsigned long long) expires_at);
+        r = mac(k, buf, n, m);
+        if (r < 0)
+                return r;
+        buf[n++] = '.';
+        n += b64url_encode(m, sizeof m, buf + n);
+        buf[n] = 0;
+        return (int) n;
+}
+
+int cookie_verify(const CookieKey *k, const char *value, size_t len, uint64_t now, char *ret_user, size_t ret_size) {
+        const char *dot1, *dot2;
+        uint8_t want[32], got[32];
+        uint64_t expiry = 0;
+        int r, ulen;
+
+        if (len >= COOKIE_VALUE_MAX)
+                return -EBADMSG;
+        dot1 = memchr(value, '.', len);
+        if (!dot1)
+                return -EBADMSG;
+        dot2 = memchr(dot1 + 1, '.', len - (size_t) (dot1 + 1 - value));
+        if (!dot2 || dot2 == dot1 + 1)
+                return -EBADMSG;
+        for (const char *p = dot1 + 1; p < dot2; p++) {
+                if (*p < '0' || *p > '9' || expiry > UINT64_MAX / 10)
+                        return -EBADMSG;
+                expiry = expiry * 10 + (uint64_t) (*p - '0');
+        }
+        r = b64url_decode(dot2 + 1, len - (size_t) (dot2 + 1 - value), got, sizeof got);
+        if (r != (int) sizeof got)
+                return -EBADMSG;
+        r = mac(k, value, (size_t) (dot2 - value), want);
+        if (r < 0)
+                return r;
+        if (CRYPTO_memcmp(want, got, sizeof want) != 0)
+                return -EBADMSG;
+        /* only a genuine cookie is told apart as expired */
+        if (expiry <= now)
+                return -ETIME;
+        ulen = b64url_decode(value, (size_t) (dot1 - value), (uint8_t *) ret_user, ret_size - 1);
+        if (ulen <= 0)
+                return -EBADMSG;
+        ret_user[ulen] = 0;
+        if (memchr(ret_user, 0, (size_t) ulen))
+                return -EBADMSG;
+        return 0;
+}
+
+int cookie_find(const HeaderField *fields, size_t n, const char *name, const char **ret_value, size_t *ret_len) {
+        size_t nlen = strlen(name);
+
+        for (size_t i = 0; i < n; i++) {
+                const char *p, *end;
+
+                if (!header_name_is(&fields[i], "cookie"))
+                        continue;
+                p = fields[i].value;
+                end = p + fields[i].value_len;
+                while (p < end) {
+                        const char *pair_end = memchr(p, ';', (size_t) (end - p));
+                        if (!pair_end)
+                                pair_end = end;
+                        while (p < pair_end && (*p == ' ' || *p == '\t'))
+                                p++;
+                        if ((size_t) (pair_end - p) > nlen && memcmp(p, name, nlen) == 0 && p[nlen] == '=') {
+                                const char *v = p + nlen + 1, *ve = pair_end;
+                                while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+                                        ve--;
+                                *ret_value = v;
+                                *ret_len = (size_t) (ve - v);
+                                return 1;
+                        }
+                        p = pair_end + 1;
+                }
+        }
+        return 0;
+}

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+/* The front end's lifecycle: listeners (listen= or sockets handed over by systemd), client connection
+ * bookkeeping, the worker hooks that give each routable worker its forward pool, and shutdown. */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "fd-util.h"
+#include "forward.h"
+#include "frontend-manager.h"
+#include "log.h"
+#include "macro.h"
+#include "move.h"
+
+#define LISTEN_BACKLOG 4096
+#define SWEEP_INTERVAL (60 * USEC_PER_SEC)
+#define SWEEP_MAX_AGE (3600 * USEC_PER_SEC)
+#define CLIENT_ERRORS_PER_SECOND 20U
+#define UPSTREAM_QUEUE_MAX 1024U
+
+sd_event *frontend_event(Frontend *fe) {
+        return fe->event;
+}
+
+const Config *frontend_config(Frontend *fe) {
+        return fe->config;
+}
+
+bool frontend_shutting_down(Frontend *fe) {
+        return fe->shutting_down;
+}
+
+void frontend_log_client_error(Frontend *fe, const char *format, ...) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        char buf[1024];
+        va_list ap;
+
+        if (now - fe->log_window_start >= USEC_PER_SEC) {
+                if (fe->log_suppressed > 0)
+                        log_notice("Suppressed %u messages about client errors in the last second",
+                                   fe->log_suppressed);
+                fe->log_window_start = now;
+                fe->log_in_window = 0;
+                fe->log_suppressed = 0;
+        }
+        if (fe->log_in_window >= CLIENT_ERRORS_PER_SECOND) {
+                fe->log_suppressed++;
+                return;
+        }
+        fe->log_in_window++;
+        va_start(ap, format);
+        vsnprintf(buf, sizeof buf, format, ap);
+        va_end(ap);
+        log_notice("%s", buf);
+}
+
+/* ---- connections ---- */
+
+static void maybe_drained(Frontend *fe);
+
+void frontend_connection_register(Frontend *fe, FrontendConnection *c, const FrontendConnectionOps *ops,
+                                  const struct sockaddr_storage *peer) {
+        c->ops = ops;
+        c->frontend = fe;
+        c->peer = *peer;
+        c->opened = now_usec(CLOCK_MONOTONIC);
+        c->prev = NULL;
+        c->next = fe->connections;
+        if (fe->connections)
+                fe->connections->prev = c;
+        fe->connections = c;
+        fe->n_connections++;
+}
+
+void frontend_connection_unregister(Frontend *fe, FrontendConnection *c) {
+        if (c->prev)
+                c->prev->next = c->next;
+        else if (fe->connections == c)
+                fe->connections = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        c->prev = c->next = NULL;
+        if (fe->n_connections > 0)
+                fe->n_connections--;
+        if (fe->shutting_down)
+                maybe_drained(fe);
+}
+
+/* ---- listeners ---- */
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Frontend *fe = userdata;
+
+        /* bounded, so one busy listener does not starve the rest of the loop */
+        for (int i = 0; i < 64; i++) {
+                struct sockaddr_storage peer = {};
+                socklen_t len = sizeof peer;
+                int c = accept4(fd, (struct sockaddr *) &peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+                if (c < 0) {
+                        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+                                return 0;
+                        if (errno == EMFILE || errno == ENFILE) {
+                                frontend_log_client_error(fe, "accept() failed: %s (raise LimitNOFILE=)",
+                                                          strerror(errno));
+                                return 0;
+                        }
+                        log_warning_errno(errno, "accept() failed: %m");
+                        return 0;
+                }
+                if (fe->n_connections >= fe->config->max_connections) {
+                        fe->rejected_connections++;
+                        frontend_log_client_error(fe, "Refused a connection: max_connections=%u reached",
+                                                  fe->config->max_connections);
+                        safe_close(c);
+                        continue;
+                }
+                if (peer.ss_family == AF_INET || peer.ss_family == AF_INET6)
+                        (void) setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &(int) { 1 }, sizeof(int));
+                if (frontend_h1_accept(fe, c, &peer) < 0)
+                        frontend_log_client_error(fe, "Failed to set up a client connection");
+        }
+        return 0;
+}
+
+static int add_listener(Frontend *fe, int fd, const char *address) {
+        Listener *l;
+        Listener *a = reallocarray(fe->listeners, fe->n_listeners + 1, sizeof *a);
+        int r;
+
+        if (!a)
+                return -ENOMEM;
+        fe->listeners = a;
+        l = &a[fe->n_listeners];
+        *l = (Listener) { .fd = fd, .address = strdup(address) };
+        r = sd_event_add_io(fe->event, &l->io, fd, EPOLLIN, on_accept, fe);
+        if (r < 0)
+                return r;
+        fe->n_listeners++;
+        return 0;
+}
+
+static int open_listener(Frontend *fe, const char *address) {
+        struct sockaddr_storage sa;
+        _cleanup_close_ int fd = -EBADF;
+        socklen_t len;
+        int r;
+
+        r = config_parse_socket_address(address, false, &sa, &len);
+        if (r < 0)
+                return log_error_errno(r, "[frontend] listen: '%s' is not IPV4:PORT or [IPV6]:PORT", address);
+        fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return log_error_errno(errno, "Failed to create a socket for %s: %m", address);
+        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &(int) { 1 }, sizeof(int));
+        /* so a later version can run one front-end loop per core on the same address */
+        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &(int) { 1 }, sizeof(int));
+        if (sa.ss_family == AF_INET6)
+                (void) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &(int) { 1 }, sizeof(int));
+        if (bind(fd, (struct sockaddr *) &sa, len) < 0)
+                return log_error_errno(errno, "Failed to listen on %s: %m", address);
+        if (listen(fd, LISTEN_BACKLOG) < 0)
+                return log_error_errno(errno, "Failed to listen on %s: %m", address);
+        r = add_listener(fe, fd, address);
+        if (r < 0)
+                return r;
+        TAKE_FD(fd);
+        log_info("Listening on %s (HTTP/1.1, h2c)", address);
+        return 0;
+}
+
+/* Sockets from systemd (elastic-pool@.socket) replace listen=. */
+static int take_systemd_sockets(Frontend *fe) {
+        int n = sd_listen_fds(true), r;
+
+        if (n <= 0)
+                return n;
+        for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++) {
+                char name[64];
+
+                if (sd_is_socket(fd, AF_UNSPEC, SOCK_STREAM, 1) <= 0) {
+                        log_warning("Ignoring passed fd %d: not a listening stream socket", fd);
+                        continue;
+                }
+                r = fd_set_cloexec_nonblock(fd);
+                if (r < 0)
+                        return r;
+                snprintf(name, sizeof name, "systemd socket fd %d", fd);
+                r = add_listener(fe, fd, name);
+                if (r < 0)
+                        return r;
+                log_info("Listening on %s (handed over by systemd)", name);
+        }
+        return (int) fe->n_listeners;
+}
+
+static int open_listeners(Frontend *fe) {
+        int r;
+
+        r = take_systemd_sockets(fe);
+        if (r < 0)
+                return log_error_errno(r, "Failed to take the sockets systemd passed: %m");
+        if (r > 0)
+                return 0;
+        for (char *const *a = fe->config->listen; a && *a; a++) {
+                r = open_listener(fe, *a);
+                if (r < 0)
+                        return r;
+        }
+        if (fe->n_listeners == 0)
+                log_warning("No listener: [frontend] listen is empty and systemd passed no socket");
+        return 0;
+}
+
+static void close_listeners(Frontend *fe) {
+        for (size_t i = 0; i < fe->n_listeners; i++) {
+                fe->listeners[i].io = sd_event_source_disable_unref(fe->listeners[i].io);
+                fe->listeners[i].fd = safe_close(fe->listeners[i].fd);
+                free(fe->listeners[i].address);
+        }
+        free(fe->listeners);
+        fe->listeners = NULL;
+        fe->n_listeners = 0;
+}
+
+/* ---- the workers' forward pools ---- */
+
+static Frontend *frontend_of(Manager *m) {
+        return m->frontend;
+}
+
+static void on_worker_routable(Manager *m, Worker *w) {
+        Frontend *fe = frontend_of(m);
+        ForwardOptions o = {
+                .max_connections = fe->config->upstream_connections,
+                .max_queued = UPSTREAM_QUEUE_MAX,
+                .response_timeout = fe->config->response_timeout,
+                .idle_timeout = fe->config->idle_timeout,
+                .cookie_name = COOKIE_NAME,
+                .worker_id = w->id,
+        };
+        int r;
+
+        if (w->forward)
+                return;
+        r = forward_pool_new(fe->event, w->socket_path, &o, &w->forward);
+        if (r < 0)
+                log_error_errno(r, "Failed to set up forwarding to %s: %m", WORKER_NAME(w));
+}
+
+static void on_worker_draining(Manager *m, Worker *w) {
+        if (w->forward)
+                forward_pool_drain(w->forward);
+}
+
+static void on_worker_gone(Manager *m, Worker *w) {
+        Frontend *fe = frontend_of(m);
+        unsigned n;
+
+        move_worker_gone(fe, w->id);
+        n = surface_worker_gone(&fe->surface, w->id);
+        if (n > 0)
+                log_warning("%u users lived on %s, which is gone: each is placed again on its next request "
+                            "(its state there is lost)", n, WORKER_NAME(w));
+        /* answers what is still on it: 502 before a head, an aborted response after */
+        w->forward = forward_pool_free(w->forward);
+}
+
+static void on_move_frame(Manager *m, Worker *w, const Frame *f) {
+        move_on_frame(frontend_of(m), w, f);
+}
+
+void frontend_fill_row(Frontend *fe, const Worker *w, Row *row) {
+        const ForwardCounters *c = w->forward ? forward_pool_counters(w->forward) : NULL;
+
+        row->has_inflight = true;
+        row->inflight = surface_worker_open(&fe->surface, w->id);
+        if (!c)
+                return;
+        row->has_forward = true;
+        row->fwd_requests = c->requests;
+        row->fwd_errors = c->errors;
+        row->fwd_busy_usec = c->busy_usec;
+}
+
+/* ---- lifecycle ---- */
+
+int frontend_state_dir(const char *group, const char *override, char **ret) {
+        const char *e;
+        char *p = NULL;
+
+        if (override)
+                p = strdup(override);
+        else if ((e = getenv("STATE_DIRECTORY")) && *e)
+                p = strndup(e, strcspn(e, ":"));
+        else if (geteuid() == 0) {
+                if (asprintf(&p, "/var/lib/elastic-pool/%s", group) < 0)
+                        p = NULL;
+        } else if ((e = getenv("XDG_STATE_HOME")) && *e) {
+                if (asprintf(&p, "%s/elastic-pool/%s", e, group) < 0)
+                        p = NULL;
+        } else if ((e = getenv("HOME")) && *e) {
+                if (asprintf(&p, "%s/.local/state/elastic-pool/%s", e, group) < 0)
+                        p = NULL;
+        } else
+                return -ENXIO;
+        if (!p)
+                return -ENOMEM;
+        *ret = p;
+        return 0;
+}
+
+static int mkdir_p(const char *path, mode_t mode) {
+        _cleanup_free_ char *p = strdup(path);
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = 0;
+                if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = '/';
+        }
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+static int load_trusted(Frontend *fe) {
+        size_t n = 0;
+
+        for (char **t = fe->config->trusted_proxies; t && *t; t++)
+                n++;
+        if (n == 0)
+                return 0;
+        fe->trusted = calloc(n, sizeof *fe->trusted);
+        if (!fe->trusted)
+                return -ENOMEM;
+        for (char **t = fe->config->trusted_proxies; t && *t; t++)
+                if (config_parse_ip_prefix(*t, &fe->trusted[fe->n_trusted]) >= 0)
+                        fe->n_trusted++;
+        return 0;
+}
+
+static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata) {
+        Frontend *fe = userdata;
+        unsigned n = surface_sweep(&fe->surface, usec, SWEEP_MAX_AGE);
+
+        if (n > 0)
+                log_warning("Swept %u open-request entries older than an hour; an exchange leaked them", n);
+        (void) sd_event_source_set_time(s, usec + SWEEP_INTERVAL);
+        return 0;
+}
+
+int frontend_new(Manager *m, const FrontendOptions *o, Frontend **ret) {
+        Frontend *fe;
+        int r;
+
+        fe = calloc(1, sizeof *fe);
+        if (!fe)
+                return log_oom();
+        fe->manager = m;
+        fe->event = m->event;
+        fe->config = &m->config;
+        surface_init(&fe->surface);
+        if (getrandom(fe->prng, sizeof fe->prng, 0) != sizeof fe->prng || (fe->prng[0] | fe->prng[1]) == 0)
+                fe->prng[0] = now_usec(CLOCK_REALTIME), fe->prng[1] = (uint64_t) getpid() | 1;
+
+        r = frontend_state_dir(m->group, o->state_dir, &fe->state_dir);
+        if (r < 0) {
+                log_error_errno(r, "No state directory for the cookie key: pass --state-dir");
+                goto fail;
+        }
+        r = mkdir_p(fe->state_dir, 0700);
+        if (r >= 0)
+                r = cookie_key_load(fe->state_dir, &fe->cookie_key);
+        if (r < 0) {
+                log_error_errno(r, "Failed to load or create the cookie key in %s: %m", fe->state_dir);
+                goto fail;
+        }
+        r = load_trusted(fe);
+        if (r < 0)
+                goto fail;
+        r = open_listeners(fe);
+        if (r < 0)
+                goto fail;
+        r = sd_event_add_time_relative(fe->event, &fe->sweep_timer, CLOCK_MONOTONIC, SWEEP_INTERVAL,
+                                       USEC_PER_SEC, on_sweep, fe);
+        if (r < 0)
+                goto fail;
+        (void) sd_event_source_set_enabled(fe->sweep_timer, SD_EVENT_ON);
+
+        m->frontend = fe;
+        m->on_worker_routable = on_worker_routable;
+        m->on_worker_draining = on_worker_draining;
+        m->on_worker_gone = on_worker_gone;
+        m->on_move_frame = on_move_frame;
+        *ret = fe;
+        return 0;
+fail:
+        frontend_free(fe);
+        return r;
+}
+
+Frontend *frontend_free(Frontend *fe) {
+        if (!fe)
+                return NULL;
+        while (fe->connections)
+                fe->connections->ops->close(fe->connections);
+        close_listeners(fe);
+        move_free_all(fe);
+        if (fe->manager) {
+                for (size_t i = 0; i < fe->manager->n_workers; i++)
+                        fe->manager->workers[i]->forward = forward_pool_free(fe->manager->workers[i]->forward);
+                if (fe->manager->frontend == fe)
+                        fe->manager->frontend = NULL;
+        }
+        surface_done(&fe->surface);
+        fe->shutdown_deadline = sd_event_source_disable_unref(fe->shutdown_deadline);
+        fe->sweep_timer = sd_event_source_disable_unref(fe->sweep_timer);
+        fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);
+        free(fe->trusted);
+        free(fe->state_dir);
+        free(fe);
+        return NULL;
+}
+
+static void maybe_drained(Frontend *fe) {
+        void (*cb)(Frontend *fe) = fe->on_drained;
+
+        if (fe->n_connections > 0 || !cb)
+                return;
+        fe->on_drained = NULL;
+        fe->shutdown_deadline = sd_event_source_disable_unref(fe->shutdown_deadline);
+        log_info("Front end drained: every client connection closed");
+        cb(fe);
+}
+
+static int on_shutdown_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        Frontend *fe = userdata;
+        char span[32];
+
+        log_warning("%u client connections still open at shutdown_timeout=%s; closing them", fe->n_connections,
+                    format_timespan(span, sizeof span, fe->config->shutdown_timeout));
+        while (fe->connections)
+                fe->connections->ops->close(fe->connections);
+        maybe_drained(fe);
+        return 0;
+}
+
+void frontend_begin_shutdown(Frontend *fe, void (*on_drained)(Frontend *fe)) {
+        if (fe->shutting_down)
+                return;
+        fe->shutting_down = true;
+        fe->on_drained = on_drained;
+        /* stop accepting first: whatever connects from now on is refused by the kernel, not dropped by us */
+        close_listeners(fe);
+        log_info("Front end shutting down: %u client connections finish what they sent", fe->n_connections);
+        for (FrontendConnection *c = fe->connections, *next; c; c = next) {
+                next = c->next;
+                c->ops->shutdown(c);
+        }
+        if (sd_event_add_time_relative(fe->event, &fe->shutdown_deadline, CLOCK_MONOTONIC,
+                                       fe->config->shutdown_timeout, USEC_PER_MSEC, on_shutdown_deadline, fe) < 0)
+                on_shutdown_deadline(NULL, 0, fe);
+        maybe_drained(fe);
+}

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+#include "move.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "journal-ids.h"
+#include "log.h"
+#include "macro.h"
+
+static const char *state_name(MoveState s) {
+        static const char *const table[_MOVE_STATE_MAX] = {
+                [MOVE_QUIESCE] = "quiesce",
+                [MOVE_SNAPSHOT] = "snapshot",
+                [MOVE_INSTALL] = "install",
+        };
+        return s >= 0 && s < _MOVE_STATE_MAX ? table[s] : "?";
+}
+
+static bool can(const Worker *w, ElasticPool__Capability cap) {
+        return w && (w->capabilities & (1U << cap));
+}
+
+static void move_free(Move *mv) {
+        Frontend *fe = mv->frontend;
+
+        if (mv->prev)
+                mv->prev->next = mv->next;
+        else
+                fe->moves = mv->next;
+        if (mv->next)
+                mv->next->prev = mv->prev;
+        if (mv->user && mv->user->move == mv)
+                mv->user->move = NULL;
+        mv->timer = sd_event_source_disable_unref(mv->timer);
+        free(mv->why);
+        free(mv);
+}
+
+/* Ends the move; the user stays on A unless switched. Held requests go wherever the user now is. */
+static void finish(Move *mv, bool switched, const char *outcome) {
+        Frontend *fe = mv->frontend;
+        SurfaceUser *u = mv->user;
+        char span[32];
+
+        log_struct(switched ? LOG_INFO : LOG_WARNING,
+                   LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "move", .worker = (int) mv->from,
+                              .user = u->name),
+                   "Move %llu of user %s from w%u to w%u %s after %s (%s; %u held requests released)",
+                   (unsigned long long) mv->id, u->name, mv->from, mv->to, outcome,
+                   format_timespan(span, sizeof span, now_usec(CLOCK_MONOTONIC) - mv->started), mv->why,
+                   u->n_held);
+        u->move = NULL;
+        mv->user = NULL;
+        move_free(mv);
+        router_release_held(fe, u);
+}
+
+static void abort_move(Move *mv, const char *why) {
+        char outcome[512];
+
+        /* the reason may quote a worker's error text: truncating it is fine, it is a log line */
+        (void) !snprintf(outcome, sizeof outcome, "aborted in %s: %.300s; the user stays on w%u",
+                         state_name(mv->state), why, mv->from);
+        finish(mv, false, outcome);
+}
+
+static int send_frame(Frontend *fe, unsigned worker, const Frame *f) {
+        Worker *w = manager_get_worker(fe->manager, worker);
+
+        if (!w || !channel_is_open(w->channel))
+                return -ENOTCONN;
+        return channel_send(w->channel, f);
+}
+
+static void snapshot(Move *mv) {
+        ElasticPool__SnapshotRequest req = ELASTIC_POOL__SNAPSHOT_REQUEST__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+        int r;
+
+        mv->state = MOVE_SNAPSHOT;
+        req.has_move_id = true;
+        req.move_id = mv->id;
+        req.user = mv->user->name;
+        f.body_case = ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST;
+        f.snapshot_request = &req;
+        r = send_frame(mv->frontend, mv->from, &f);
+        if (r < 0)
+                abort_move(mv, "cannot reach the source worker's channel");
+}
+
+static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Move *mv = userdata;
+        char why[96];
+
+        snprintf(why, sizeof why, "no answer from w%u within the move timeout",
+                 mv->state == MOVE_INSTALL ? mv->to : mv->from);
+        abort_move(mv, mv->state == MOVE_QUIESCE ? "the user's open requests did not finish in time" : why);
+        return 0;
+}
+
+int move_start(Frontend *fe, SurfaceUser *u, unsigned to, const char *why) {
+        Worker *a = manager_get_worker(fe->manager, u->worker), *b = manager_get_worker(fe->manager, to);
+        Move *mv;
+        int r;
+
+        if (u->move)
+                return -EBUSY;
+        if (!a || !b || !worker_is_routable(b))
+                return -ENOENT;
+        if (!can(a, ELASTIC_POOL__CAPABILITY__CAPABILITY_SNAPSHOT_USERS) ||
+            !can(b, ELASTIC_POOL__CAPABILITY__CAPABILITY_INSTALL_USERS))
+                return -EOPNOTSUPP;
+        mv = calloc(1, sizeof *mv);
+        if (!mv)
+                return -ENOMEM;
+        *mv = (Move) {
+                .frontend = fe,
+                .id = ++fe->next_move_id,
+                .user = u,
+                .from = u->worker,
+                .to = to,
+                .state = MOVE_QUIESCE,
+                .started = now_usec(CLOCK_MONOTONIC),
+                .why = strdup(why),
+                .next = fe->moves,
+        };
+        if (fe->moves)
+                fe->moves->prev = mv;
+        fe->moves = mv;
+        u->move = mv;
+        /* within half the hold timeout, so a held request is released (to A or B) before it would 503 */
+        r = sd_event_add_time_relative(fe->event, &mv->timer, CLOCK_MONOTONIC, fe->config->hold_timeout / 2,
+                                       USEC_PER_MSEC, on_timeout, mv);
+        if (r < 0) {
+                move_free(mv);
+                return r;
+        }
+        log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "move", .worker = (int) mv->from,
+                                        .user = u->name),
+                   "Moving user %s from w%u to w%u (move %llu: %s)", u->name, mv->from, mv->to,
+                   (unsigned long long) mv->id, why);
+        if (u->open == 0)
+                snapshot(mv);
+        return 0;
+}
+
+void move_user_quiesced(Frontend *fe, SurfaceUser *u) {
+        if (u->move && u->move->state == MOVE_QUIESCE)
+                snapshot(u->move);
+}
+
+static Move *find(Frontend *fe, uint64_t id) {
+        for (Move *mv = fe->moves; mv; mv = mv->next)
+                if (mv->id == id)
+                        return mv;
+        return NULL;
+}
+
+static void on_package(Frontend *fe, Worker *w, const ElasticPool__Package *p) {
+        ElasticPool__Install install = ELASTIC_POOL__INSTALL__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+        Move *mv = p->has_move_id ? find(fe, p->move_id) : NULL;
+        char why[256];
+
+        if (!mv || mv->state != MOVE_SNAPSHOT || w->id != mv->from) {
+                log_debug("Ignoring a stray package from w%u (move %llu)", w->id,
+                          (unsigned long long) (p->has_move_id ? p->move_id : 0));
+                return;
+        }
+        if (p->error || !p->has_blob) {
+                snprintf(why, sizeof why, "w%u could not snapshot the user: %s", w->id, strna(p->error));
+                abort_move(mv, why);
+                return;
+        }
+        mv->state = MOVE_INSTALL;
+        install.has_move_id = true;
+        install.move_id = mv->id;
+        install.user = mv->user->name;
+        install.has_blob = true;
+        install.blob = p->blob;
+        f.body_case = ELASTIC_POOL__FRAME__BODY_INSTALL;
+        f.install = &install;
+        if (send_frame(fe, mv->to, &f) < 0)
+                abort_move(mv, "cannot reach the target worker's channel");
+}
+
+static void on_install_result(Frontend *fe, Worker *w, const ElasticPool__InstallResult *res) {
+        ElasticPool__Drop drop = ELASTIC_POOL__DROP__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+        Move *mv = res->has_move_id ? find(fe, res->move_id) : NULL;
+        SurfaceUser *u;
+        char why[256];
+        unsigned from;
+        uint64_t id;
+        int r;
+
+        if (!mv || mv->state != MOVE_INSTALL || w->id != mv->to)
+                return;
+        if (!res->has_ok || !res->ok) {
+                snprintf(why, sizeof why, "w%u refused the install: %s", w->id, strna(res->error));
+                abort_move(mv, why);
+                return;
+        }
+        u = mv->user;
+        from = mv->from;
+        id = mv->id;
+        r = surface_user_place(&fe->surface, u->name, mv->to, now_usec(CLOCK_MONOTONIC), NULL);
+        if (r < 0) {
+                abort_move(mv, "out of memory");
+                return;
+        }
+        finish(mv, true, "done");
+        /* A keeps no copy: the user lives on B from now on */
+        drop.has_move_id = true;
+        drop.move_id = id;
+        drop.user = u->name;
+        f.body_case = ELASTIC_POOL__FRAME__BODY_DROP;
+        f.drop = &drop;
+        (void) send_frame(fe, from, &f);
+}
+
+void move_on_frame(Frontend *fe, Worker *w, const Frame *f) {
+        if (f->body_case == ELASTIC_POOL__FRAME__BODY_PACKAGE)
+                on_package(fe, w, f->package);
+        else if (f->body_case == ELASTIC_POOL__FRAME__BODY_INSTALL_RESULT)
+                on_install_result(fe, w, f->install_result);
+}
+
+void move_worker_gone(Frontend *fe, unsigned worker) {
+        for (Move *mv = fe->moves, *next; mv; mv = next) {
+                next = mv->next;
+                if (mv->to == worker)
+                        abort_move(mv, "the target worker is gone");
+                else if (mv->from == worker)
+                        abort_move(mv, "the source worker is gone (the user's state with it)");
+        }
+}
+
+void move_cancel(Frontend *fe, SurfaceUser *u, const char *why) {
+        if (u->move)
+                abort_move(u->move, why);
+}
+
+void move_free_all(Frontend *fe) {
+        while (fe->moves) {
+                Move *mv = fe->moves;
+                if (mv->user)
+                        mv->user->move = NULL;
+                mv->user = NULL;
+                move_free(mv);
+        }
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+#include "sockdiag.h"
+
+#include <errno.h>
+#include <linux/inet_diag.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <netlink/socket.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include "cleanup.h"
+
+struct SockDiag {
+        struct nl_sock *sk;
+};
+
+typedef struct Answer {
+        bool found;
+        uint32_t queued, limit;
+} Answer;
+
+static int on_valid(struct nl_msg *msg, void *arg) {
+        struct nlmsghdr *h = nlmsg_hdr(msg);
+        struct nlattr *tb[UNIX_DIAG_MAX + 1];
+        Answer *a = arg;
+
+        if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || nlmsg_datalen(h) < (int) sizeof(struct unix_diag_msg))
+                return NL_SKIP;
+        if (nlmsg_parse(h, sizeof(struct unix_diag_msg), tb, UNIX_DIAG_MAX, NULL) < 0)
+                return NL_SKIP;
+        if (!tb[UNIX_DIAG_RQLEN] || nla_len(tb[UNIX_DIAG_RQLEN]) < (int) sizeof(struct unix_diag_rqlen))
+                return NL_SKIP;
+        const struct unix_diag_rqlen *q = nla_data(tb[UNIX_DIAG_RQLEN]);
+        /* for a listening socket rqueue is the accept queue length and wqueue the backlog limit */
+        a->queued = q->udiag_rqueue;
+        a->limit = q->udiag_wqueue;
+        a->found = true;
+        return NL_OK;
+}
+
+int sock_diag_new(SockDiag **ret) {
+        _cleanup_free_ SockDiag *d = NULL;
+        int r;
+
+        d = calloc(1, sizeof *d);
+        if (!d)
+                return -ENOMEM;
+        d->sk = nl_socket_alloc();
+        if (!d->sk)
+                return -ENOMEM;
+        r = nl_connect(d->sk, NETLINK_SOCK_DIAG);
+        if (r < 0) {
+                nl_socket_free(d->sk);
+                return -EPROTONOSUPPORT;
+        }
+        /* one answer per request, no ACK after it: a late ACK would be read as the next answer */
+        nl_socket_disable_auto_ack(d->sk);
+        *ret = TAKE_PTR(d);
+        return 0;
+}
+
+SockDiag *sock_diag_free(SockDiag *d) {
+        if (!d)
+                return NULL;
+        nl_socket_free(d->sk);
+        free(d);
+        return NULL;
+}
+
+int sock_diag_unix_backlog(SockDiag *d, uint64_t ino, uint32_t *ret_queued, uint32_t *ret_limit) {
+        struct unix_diag_req req = {
+                .sdiag_family = AF_UNIX,
+                .udiag_states = ~0U,
+                .udiag_ino = (uint32_t) ino,
+                .udiag_show = UDIAG_SHOW_RQLEN,
+                .udiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE },
+        };
+        Answer a = {};
+        struct nl_msg *msg;
+        int r;
+
+        /* an exact lookup by inode (no NLM_F_DUMP): one answer or an error */
+        msg = nlmsg_alloc_simple(SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST);
+        if (!msg)
+                return -ENOMEM;
+        r = nlmsg_append(msg, &req, sizeof req, NLMSG_ALIGNTO);
+        if (r >= 0)
+                r = nl_send_auto(d->sk, msg);
+        nlmsg_free(msg);
+        if (r < 0)
+                return -EIO;
+
+        r = nl_socket_modify_cb(d->sk, NL_CB_VALID, NL_CB_CUSTOM, on_valid, &a);
+        if (r < 0)
+                return -EIO;
+        r = nl_recvmsgs_default(d->sk);
+        if (r == -NLE_OBJ_NOTFOUND)
+                return -ENOENT;
+        if (r < 0)
+                return -EIO;
+        if (!a.found)
+                return -ENOENT;
+        if (ret_queued)
+                *ret_queued = a.queued;
+        if (ret_limit)
+                *ret_limit = a.limit;
+        return 0;
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/* The pool's state as one JSON document: workers with occupancy and components, freshness, holds with
+ * their reasons, the ledger. Written to <runtime dir>/status.json every second (for the demo and for
+ * operators with nothing but a shell) and served by the status surfaces. */
+
+#include "status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "macro.h"
+#include "pool.h"
+
+static void json_string(FILE *f, const char *s) {
+        fputc('"', f);
+        for (const unsigned char *p = (const unsigned char *) strempty(s); *p; p++) {
+                if (*p == '"' || *p == '\\')
+                        fprintf(f, "\\%c", *p);
+                else if (*p < 0x20)
+                        fprintf(f, "\\u%04x", *p);
+                else
+                        fputc(*p, f);
+        }
+        fputc('"', f);
+}
+
+static void json_number_or_null(FILE *f, bool has, double v) {
+        if (has && isfinite(v))
+                fprintf(f, "%.4f", v);
+        else
+                fputs("null", f);
+}
+
+static void write_hold(FILE *f, const char *name, const Hold *h, usec_t now) {
+        fprintf(f, "\"%s\":", name);
+        if (!h->active) {
+                fputs("null", f);
+                return;
+        }
+        fprintf(f, "{\"kind\":\"%s\",\"worker\":", decision_kind_to_string(h->kind));
+        if (h->worker >= 0)
+                fprintf(f, "\"w%d\"", h->worker);
+        else
+                fputs("null", f);
+        fprintf(f, ",\"for_ms\":%llu,\"reason\":", (unsigned long long) ((now - h->since) / USEC_PER_MSEC));
+        json_string(f, h->reason);
+        fputc('}', f);
+}
+
+static void write_worker(FILE *f, const Manager *m, const Worker *w, usec_t now) {
+        const Row *last = window_latest(&w->window);
+        usec_t since;
+        Freshness fr = pool_worker_freshness(m, w, now, &since);
+
+        fprintf(f, "{\"id\":%u,\"name\":\"w%u\",\"state\":\"%s\",\"reception\":%s,\"pid\":%d,", w->id, w->id,
+                worker_state_to_string(w->state), w == m->reception ? "true" : "false", (int) w->pid);
+        fprintf(f, "\"occupancy\":%.4f,\"bottleneck\":", w->occupancy.value);
+        if (w->occupancy.bottleneck >= 0)
+                fprintf(f, "\"%s\"", component_to_string(w->occupancy.bottleneck));
+        else
+                fputs("null", f);
+        fputs(",\"components\":{", f);
+        for (Component c = 0; c < _COMPONENT_MAX; c++) {
+                fprintf(f, "%s\"%s\":", c > 0 ? "," : "", component_to_string(c));
+                json_number_or_null(f, w->occupancy.has[c], w->occupancy.component[c]);
+        }
+        fprintf(f, "},\"freshness\":\"%s\",", freshness_to_string(fr));
+        if (fr != FRESHNESS_FRESH && fr != FRESHNESS_NEW)
+                fprintf(f, "\"not_fresh_for_ms\":%llu,", (unsigned long long) ((now - since) / USEC_PER_MSEC));
+        if (w->missing_mask)
+                fprintf(f, "\"missing\":\"%s\",", w->missing_names);
+        if (w->channel_close_reason && !channel_is_open(w->channel)) {
+                fputs("\"channel_closed\":", f);
+                json_string(f, w->channel_close_reason);
+                fputc(',', f);
+        }
+        fprintf(f, "\"rows\":%u,\"users\":%u,\"inflight\":%u,", w->window.count, w->users, w->inflight);
+        if (last) {
+                fprintf(f, "\"last_report_ms_ago\":%llu,\"cpu\":", (unsigned long long) ((now - last->received) / USEC_PER_MSEC));
+                json_number_or_null(f, last->has_cpu, last->cpu);
+                fputs(",\"memory_bytes\":", f);
+                if (last->has_memory)
+                        fprintf(f, "%llu", (unsigned long long) last->memory_bytes);
+                else
+                        fputs("null", f);
+                fputc(',', f);
+        }
+        fputs("\"socket\":", f);
+        json_string(f, w->socket_path);
+        if (w->cgroup_path) {
+                fputs(",\"cgroup\":", f);
+                json_string(f, w->cgroup_path);
+        }
+        if (w->unit) {
+                fputs(",\"unit\":", f);
+                json_string(f, w->unit);
+        }
+        fputc('}', f);
+}
+
+int status_write(Manager *m, FILE *f) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        PolicyInput in;
+        Ledger l;
+
+        manager_policy_input(m, &in);
+        policy_ledger(&in, &m->policy, &l);
+        fputs("{\"group\":", f);
+        json_string(f, m->group);
+        fprintf(f, ",\"backend\":\"%s\",\"stopping\":%s,\"workers\":[",
+                backend_kind_to_string(m->backend->vtable->kind), m->stopping ? "true" : "false");
+        for (size_t i = 0; i < m->n_workers; i++) {
+                if (i > 0)
+                        fputc(',', f);
+                write_worker(f, m, m->workers[i], now);
+        }
+        fprintf(f, "],\"ledger\":{\"n\":%u,\"capacity\":%.4f,\"occupied\":%.4f,\"headroom\":%.4f,\"threshold\":%.4f},",
+                l.n, l.capacity, l.occupied, l.headroom, l.threshold);
+        fputs("\"holds\":{", f);
+        write_hold(f, "scale_up", &m->scale_up_hold, now);
+        fputc(',', f);
+        write_hold(f, "compaction", &m->compaction_hold, now);
+        fprintf(f, "},\"spawn\":{\"failures\":%u,\"given_up\":%s,\"last_error\":", m->spawn_failures,
+                m->spawn_given_up ? "true" : "false");
+        json_string(f, m->last_spawn_error);
+        fprintf(f, "},\"counters\":{\"reports\":%llu,\"spawns\":%llu,\"deaths\":%llu}}\n",
+                (unsigned long long) m->reports_received, (unsigned long long) m->spawns,
+                (unsigned long long) m->deaths);
+        return ferror(f) ? -EIO : 0;
+}
+
+int status_write_file(Manager *m, const char *path) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        int fd, r;
+
+        if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
+                return -ENOMEM;
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        f = fdopen(fd, "w");
+        if (!f) {
+                r = -errno;
+                (void) close(fd);
+                (void) unlink(tmp);
+                return r;
+        }
+        (void) fchmod(fd, 0644);
+        r = status_write(m, f);
+        if (r >= 0 && fflush(f) != 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlink(tmp);
+        return r;
+}

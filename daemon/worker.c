@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+#include "worker.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "macro.h"
+
+const char *worker_state_to_string(WorkerState s) {
+        static const char *const table[_WORKER_STATE_MAX] = {
+                [WORKER_STARTING] = "starting",
+                [WORKER_PROBING] = "probing",
+                [WORKER_ROUTABLE] = "routable",
+                [WORKER_DRAINING] = "draining",
+                [WORKER_STOPPING] = "stopping",
+                [WORKER_DEAD] = "dead",
+        };
+        return s >= 0 && s < _WORKER_STATE_MAX ? table[s] : NULL;
+}
+
+int worker_new(Manager *m, unsigned id, Worker **ret) {
+        Worker *w;
+
+        w = calloc(1, sizeof *w);
+        if (!w)
+                return -ENOMEM;
+        *w = (Worker) {
+                .manager = m,
+                .id = id,
+                .state = WORKER_STARTING,
+                .pidfd = -EBADF,
+                .release_fd = -EBADF,
+                .exec_error_fd = -EBADF,
+                .listen_fd = -EBADF,
+                .probe_fd = -EBADF,
+                .cgroup_fd = -EBADF,
+                .freshness = FRESHNESS_NEW,
+        };
+        *ret = w;
+        return 0;
+}
+
+Worker *worker_free(Worker *w) {
+        if (!w)
+                return NULL;
+        w->child_source = sd_event_source_disable_unref(w->child_source);
+        w->exec_error_source = sd_event_source_disable_unref(w->exec_error_source);
+        w->timer = sd_event_source_disable_unref(w->timer);
+        w->probe_timer = sd_event_source_disable_unref(w->probe_timer);
+        w->job_slot = sd_bus_slot_unref(w->job_slot);
+        w->channel = channel_free(w->channel);
+        safe_close(w->pidfd);
+        safe_close(w->release_fd);
+        safe_close(w->exec_error_fd);
+        safe_close(w->listen_fd);
+        safe_close(w->probe_fd);
+        safe_close(w->cgroup_fd);
+        window_done(&w->window);
+        free(w->socket_path);
+        free(w->channel_close_reason);
+        free(w->stop_reason);
+        free(w->cgroup_path);
+        free(w->unit);
+        free(w->job);
+        free(w->sensor_version);
+        free(w);
+        return NULL;
+}
+
+const char *worker_name(const Worker *w, char *buf, size_t size) {
+        snprintf(buf, size, "w%u", w->id);
+        return buf;
+}
+
+bool worker_is_alive(const Worker *w) {
+        return w->state != WORKER_DEAD;
+}
+
+bool worker_is_routable(const Worker *w) {
+        return w->state == WORKER_ROUTABLE;
+}
+
+int worker_signal(Worker *w, int sig) {
+        if (w->pidfd < 0)
+                return -ESRCH;
+        if (syscall(SYS_pidfd_send_signal, w->pidfd, sig, NULL, 0) < 0)
+                return -errno;
+        return 0;
+}
