@@ -1,31 +1,163 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The main job: one demo worker with its sensor, its decoded reports printed one per line, while a
-# little load runs against it. Ctrl-C ends it.
+# The main job: elastic-pool fronting a pool of demo workers while a load generator ramps many
+# logged-in users up and down for about a minute. One line a second shows the load (users, requests/s,
+# p99, errors, sticky errors) and the pool as the commander sees it (one occupancy bar per worker), so
+# the pool is seen to grow under the load and shrink after it. Ctrl-C logs the users out, stops the
+# pool and prints the summary; everything started here is stopped and removed on exit.
+#
+#   EP_DEMO_PORT=8081 sudo scripts/demo.sh    another port than 8080
+#   EP_DEMO_KEEP=1 sudo scripts/demo.sh       keep the temp dir (the commander's log, status.json)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+port=${EP_DEMO_PORT:-8080}
+url=http://127.0.0.1:$port
+
+# The commander would refuse a port in use too, but only after the build: say it first.
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        echo "demo: something already listens on 127.0.0.1:$port; stop it or pick another port: EP_DEMO_PORT=N $0" >&2
+        exit 1
+fi
+
 build=$("$top/scripts/build.sh")
+commander=$build/daemon/elastic-pool
+loadgen=$build/sensor/demo/elastic-pool-loadgen
+worker=$build/sensor/demo/elastic-pool-demo-worker
 tmp=$(mktemp -d /tmp/elastic-pool-demo.XXXXXX)
-pids=()
+log=$tmp/commander.log
+commander_pid=""
+events_pid=""
+
+# Stops the commander (SIGTERM: it drains the front end, then stops every worker) and waits for it;
+# SIGKILL after 30 s. Returns its exit status.
+stop_commander() {
+        local rc=0
+        [[ -n $commander_pid ]] || return 0
+        kill -TERM "$commander_pid" 2>/dev/null || true
+        for _ in $(seq 300); do kill -0 "$commander_pid" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$commander_pid" 2>/dev/null; then
+                echo "demo: the commander did not stop within 30 s; killing it" >&2
+                kill -KILL "$commander_pid" 2>/dev/null || true
+        fi
+        wait "$commander_pid" 2>/dev/null || rc=$?
+        commander_pid=""
+        return $rc
+}
+
+# A commander that was killed leaves its workers behind in the group's cgroup: kill and remove it.
+remove_leftover_cgroup() {
+        local root rel dir
+        root=$(sed -n 's/.*writable cgroup v2 at \([^ ,]*\).*/\1/p' "$log" 2>/dev/null | head -n1)
+        rel=$(sed -n 's/.*Spawned worker w[0-9]* (pid [0-9]*, cgroup \(\/[^)]*\)\/w[0-9]*).*/\1/p' "$log" 2>/dev/null |
+                head -n1)
+        [[ -n $root && -n $rel ]] || return 0
+        dir=$root$rel
+        [[ -d $dir ]] || return 0
+        echo 1 >"$dir/cgroup.kill" 2>/dev/null || true
+        for _ in $(seq 50); do grep -qs '^populated 0' "$dir/cgroup.events" && break; sleep 0.1; done
+        find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+}
+
 cleanup() {
-        for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-        wait 2>/dev/null || true
-        rm -rf "$tmp"
+        set +e
+        [[ -n $events_pid ]] && kill "$events_pid" 2>/dev/null
+        if [[ -n $commander_pid ]]; then
+                stop_commander >/dev/null 2>&1
+                remove_leftover_cgroup
+        fi
+        if [[ -n ${EP_DEMO_KEEP:-} ]]; then
+                echo "demo: kept $tmp"
+        else
+                rm -rf "$tmp"
+        fi
 }
 trap cleanup EXIT
-trap 'exit 0' INT TERM
+# Ctrl-C reaches the load generator too (same process group), which logs its users out and ends with
+# its summary; the script then goes on to stop the commander. The commander runs in a session of its
+# own so that the same Ctrl-C does not stop the pool under the users' feet. The trap is a no-op rather
+# than '' because an ignored SIGINT would be inherited by the load generator.
+trap ':' INT TERM
 
-echo "demo: worker on $tmp/w1.sock; reports every second (- marks a reading that is absent, never 0)"
-"$build/tests/tools/ep-channel-peer" --listen "$tmp/w1.sock" --interval 1s -- \
-        "$build/sensor/demo/elastic-pool-demo-worker" --threads 2 </dev/null &
-pids+=($!)
-for _ in $(seq 100); do [[ -S $tmp/w1.sock ]] && break; sleep 0.05; done
-(
-        curl -s --unix-socket "$tmp/w1.sock" 'http://demo/login?user=alice' >/dev/null
-        while :; do
-                curl -s --unix-socket "$tmp/w1.sock" -H 'X-Elastic-Pool-User: alice' 'http://demo/state' >/dev/null
-                curl -s --unix-socket "$tmp/w1.sock" 'http://demo/work?cpu_ms=150&alloc_kb=2048' >/dev/null
-        done
-) &
-pids+=($!)
-wait "${pids[0]}"
+# The built-in defaults report every 5 s and judge a worker on the average of its last 6 reports: 30 s
+# of history, right for a production pool that should not chase bursts, but a one-minute ramp would
+# be over before the pool reacted. Reports every second averaged over 3 let the pool follow the ramp
+# within ~3 s, and let compaction (which waits for fresh readings after every change) retire a worker
+# every few seconds once the load is gone. max_workers keeps the pool within what 2 cores can show.
+cat >"$tmp/demo.conf" <<EOF
+[worker]
+exec = $worker --threads 4
+
+[pool]
+max_workers = 4
+
+[policy]
+occupancy_interval = 1s
+smoothing_rows = 3
+
+[frontend]
+listen = 127.0.0.1:$port
+EOF
+
+[[ $(id -u) -eq 0 ]] || echo "demo: not root: workers run as plain processes (backend none) rather than in cgroups"
+setsid "$commander" --demo --config "$tmp/demo.conf" --runtime-dir "$tmp/run" --state-dir "$tmp/state" \
+        </dev/null >"$log" 2>&1 &
+commander_pid=$!
+
+# Ready once listening with min_workers routable; a commander that exits first says why in its log.
+for _ in $(seq 200); do
+        grep -q 'Ready: ' "$log" && break
+        if ! kill -0 "$commander_pid" 2>/dev/null; then
+                echo "demo: elastic-pool failed to start:" >&2
+                cat "$log" >&2
+                commander_pid=""
+                exit 1
+        fi
+        sleep 0.1
+done
+grep -q 'Ready: ' "$log" || { echo "demo: elastic-pool not ready after 20 s:" >&2; cat "$log" >&2; exit 1; }
+backend=$(sed -n 's/.*Placement backend: \([a-z]*\).*/\1/p' "$log" | head -n1)
+
+cat <<EOF
+demo: elastic-pool is serving pool "demo" on $url (placement backend: ${backend:-?}).
+      Try it by hand from another terminal while the demo runs:
+        curl -c /tmp/jar '$url/login?user=me'
+        curl -b /tmp/jar $url/state        # again and again: the counter rises by one, on one worker
+        curl '$url/work?cpu_ms=50'
+
+demo: now 60 users ramp up over 15 s, stay 15 s and leave over 15 s. Each logs in, then loops over
+      /state and /work (5 ms of CPU and 45 ms of waiting on one of a worker's 4 executor threads),
+      thinking ~100 ms in between. A worker is full (occupancy 1.0) when all its threads are busy or
+      it burns a whole core; the reception (w1) keeps new users below 0.5, others admit them below
+      0.8, and when none can, the pool grows. Once the load is gone, empty workers are retired.
+      Per line: users live/target, requests/s, p99 latency, errors, sticky errors (a user's counter
+      that jumped: it reached the wrong worker), then each worker: occupancy bar, value, users.
+
+EOF
+
+# The pool's decisions, as the commander logs them, between the load generator's lines.
+tail -n 0 -F --pid=$$ "$log" 2>/dev/null | while IFS= read -r line; do
+        case $line in
+        *'] Scale-up: '* | *'] Compaction: '* | *'scale-up refused'* | *'] Worker w'*' exited '* | *'] Worker w'*' was killed'*)
+                line=${line#*: }
+                printf '      pool: %s\n' "${line%% | *}" | cut -c1-160
+                ;;
+        esac
+done &
+events_pid=$!
+
+lg_rc=0
+"$loadgen" --url "$url" --users 60 --profile ramp --duration 45s --think 100ms --mix 1:1 \
+        --cpu-ms 5 --sleep-ms 45 --status "$tmp/run/status.json" --linger 25s \
+        --summary-file "$tmp/summary" || lg_rc=$?
+kill "$events_pid" 2>/dev/null || true
+events_pid=""
+
+echo
+echo "demo: stopping elastic-pool (SIGTERM)"
+c_rc=0
+stop_commander || c_rc=$?
+echo "demo: elastic-pool exited with status $c_rc after $(grep -c '] Scale-up: spawning' "$log" || true) spawns" \
+        "and $(grep -c '] Compaction: retiring' "$log" || true) compactions"
+echo
+[[ -s $tmp/summary ]] && cat "$tmp/summary"
+exit $((lg_rc != 0 || c_rc != 0))

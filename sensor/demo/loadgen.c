@@ -1,0 +1,751 @@
+/* SPDX-License-Identifier: MIT */
+/* elastic-pool-loadgen: virtual users that log in through the commander's front end, stay sticky,
+ * loop over /state and /work of the demo worker, and log out, their number ramped up and down over a
+ * run. Once a second it prints the load it makes and, from the commander's status.json, the pool that
+ * answers it; at the end a summary. Its exit status says whether errors stayed within bounds, so tests
+ * can run it. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "loadgen.h"
+#include "macro.h"
+#include "parse-util.h"
+
+#define EXIT_USAGE            2
+#define USERS_MAX             100000
+#define CONTROL_INTERVAL_USEC (100 * USEC_PER_MSEC)
+#define REPORT_INTERVAL_USEC  USEC_PER_SEC
+#define EVENTS_MAX            256
+#define STATUS_SIZE_MAX       (16u << 20)
+#define PREFIX_MAX            24
+
+static void help(void) {
+        printf("Usage: %s [OPTIONS]\n\n"
+               "Virtual users against elastic-pool's front end and the demo worker: each logs in\n"
+               "(/login?user=uN), sends its sticky cookie back, loops over /state and /work with think\n"
+               "times, checks that /state's counter rises by exactly one per call (stickiness), and logs\n"
+               "out. One line a second; a summary at the end.\n\n"
+               "  --url URL              the front end (default http://127.0.0.1:8080)\n"
+               "  --users N              peak number of users logged in at once (default 50)\n"
+               "  --profile ramp|constant  ramp: 0 -> N over the first third of the run, hold, back to 0\n"
+               "                         over the last third; constant: N all along (default ramp)\n"
+               "  --duration DURATION    length of the run (default 60s)\n"
+               "  --think DURATION       mean pause between a user's requests, spread over 0.5x..1.5x\n"
+               "                         (default 100ms)\n"
+               "  --mix STATE:WORK       weights of /state and /work in a user's loop (default 1:1)\n"
+               "  --cpu-ms N             CPU each /work burns on the worker (default 10)\n"
+               "  --alloc-kb N           memory each /work holds while it runs (default 0)\n"
+               "  --sleep-ms N           time each /work sleeps (default 0)\n"
+               "  --timeout DURATION     a request not answered by then is an error (default 10s)\n"
+               "  --status PATH          the commander's status.json: show the pool on every line\n"
+               "  --linger DURATION      after the last user left, keep reporting up to this long, until\n"
+               "                         the pool is back to its size at the start (needs --status)\n"
+               "  --max-errors N         exit 1 when more requests than this fail (default 0)\n"
+               "  --max-sticky-errors N  exit 1 when more stickiness checks than this fail (default 0)\n"
+               "  --max-lost N           exit 1 when more users than this lose their state (default: any\n"
+               "                         number; a worker that dies takes its users' state along)\n"
+               "  --summary-file PATH    write the summary there instead of stdout\n"
+               "  --user-prefix P        user names are P1, P2, ... (default u)\n"
+               "  --seed N               seed of the think times and the mix (default: from the clock)\n"
+               "  --width N              columns of a report line (default 160)\n"
+               "  --quiet                no report lines, only the summary\n"
+               "  -h --help              show this help\n"
+               "     --version           show the version\n\n"
+               "Errors are failed requests: connection refused or reset, timeouts, 4xx and 5xx answers\n"
+               "the load did not ask for. A sticky error is a /state counter that jumped or restarted. A\n"
+               "lost state (the worker answered \"unknown user\", as after it died) is counted apart and\n"
+               "the user logs in again. Ctrl-C logs every user out and prints the summary; a second one\n"
+               "stops at once.\n\n"
+               "Exit status: 0 within bounds, 1 too many errors or a failure, 2 a usage error.\n",
+               PROGRAM);
+}
+
+_printf_(1, 2) static int usage_error(const char *fmt, ...) {
+        va_list ap;
+
+        fprintf(stderr, "%s: ", PROGRAM);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "\nTry '%s --help'.\n", PROGRAM);
+        return -EINVAL;
+}
+
+/* ---- option values */
+
+/* "http://HOST[:PORT][/]", HOST a name, an IPv4 address or [IPv6]. */
+static int parse_url(const char *url, Options *o) {
+        const char *p = startswith(url, "http://"), *end, *colon;
+        size_t n, hl;
+
+        if (!p)
+                return -EPROTONOSUPPORT;
+        n = strcspn(p, "/?#");
+        end = p + n;
+        if (n == 0 || n >= sizeof o->authority || (*end && !streq(end, "/")))
+                return -EINVAL;
+        memcpy(o->authority, p, n);
+        o->authority[n] = 0;
+        if (o->authority[0] == '[') {
+                const char *close = strchr(o->authority, ']');
+                if (!close || (close[1] && close[1] != ':'))
+                        return -EINVAL;
+                hl = (size_t) (close - o->authority - 1);
+                memcpy(o->host, o->authority + 1, hl);
+                colon = close[1] ? close + 1 : NULL;
+        } else {
+                colon = strchr(o->authority, ':');
+                hl = colon ? (size_t) (colon - o->authority) : n;
+                memcpy(o->host, o->authority, hl);
+        }
+        o->host[hl] = 0;
+        if (hl == 0)
+                return -EINVAL;
+        if (colon) {
+                uint32_t port;
+                if (parse_uint32(colon + 1, &port) < 0 || port < 1 || port > 65535)
+                        return -EINVAL;
+                snprintf(o->port, sizeof o->port, "%u", port);
+        } else
+                snprintf(o->port, sizeof o->port, "80");
+        return 0;
+}
+
+static int parse_mix(const char *s, Options *o) {
+        _cleanup_free_ char *copy = strdup(s);
+        char *colon;
+        uint32_t a, b;
+
+        if (!copy)
+                return -ENOMEM;
+        colon = strchr(copy, ':');
+        if (!colon)
+                return -EINVAL;
+        *colon = 0;
+        if (parse_uint32(copy, &a) < 0 || parse_uint32(colon + 1, &b) < 0 || a > 1000 || b > 1000 ||
+            a + b == 0)
+                return -EINVAL;
+        o->mix_state = a;
+        o->mix_work = b;
+        return 0;
+}
+
+static bool prefix_is_valid(const char *s) {
+        size_t n = strlen(s);
+
+        /* the demo worker's user names: [A-Za-z0-9._@-]{1,128}, digits appended */
+        return n > 0 && n <= PREFIX_MAX &&
+               strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._@-") == n;
+}
+
+static int parse_bounded(const char *s, uint64_t max, unsigned *ret) {
+        uint64_t v;
+
+        if (parse_uint64(s, &v) < 0 || v > max)
+                return -EINVAL;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+/* 1: run, 0: exit successfully (--help), -EINVAL: usage error (reported). */
+static int parse_argv(int argc, char *argv[], Options *o) {
+        enum {
+                ARG_URL = 0x100,
+                ARG_USERS,
+                ARG_PROFILE,
+                ARG_DURATION,
+                ARG_THINK,
+                ARG_MIX,
+                ARG_CPU_MS,
+                ARG_ALLOC_KB,
+                ARG_SLEEP_MS,
+                ARG_TIMEOUT,
+                ARG_STATUS,
+                ARG_LINGER,
+                ARG_MAX_ERRORS,
+                ARG_MAX_STICKY,
+                ARG_MAX_LOST,
+                ARG_SUMMARY_FILE,
+                ARG_USER_PREFIX,
+                ARG_SEED,
+                ARG_WIDTH,
+                ARG_QUIET,
+                ARG_VERSION,
+        };
+        static const struct option options[] = {
+                {"url", required_argument, NULL, ARG_URL},
+                {"users", required_argument, NULL, ARG_USERS},
+                {"profile", required_argument, NULL, ARG_PROFILE},
+                {"duration", required_argument, NULL, ARG_DURATION},
+                {"think", required_argument, NULL, ARG_THINK},
+                {"mix", required_argument, NULL, ARG_MIX},
+                {"cpu-ms", required_argument, NULL, ARG_CPU_MS},
+                {"alloc-kb", required_argument, NULL, ARG_ALLOC_KB},
+                {"sleep-ms", required_argument, NULL, ARG_SLEEP_MS},
+                {"timeout", required_argument, NULL, ARG_TIMEOUT},
+                {"status", required_argument, NULL, ARG_STATUS},
+                {"linger", required_argument, NULL, ARG_LINGER},
+                {"max-errors", required_argument, NULL, ARG_MAX_ERRORS},
+                {"max-sticky-errors", required_argument, NULL, ARG_MAX_STICKY},
+                {"max-lost", required_argument, NULL, ARG_MAX_LOST},
+                {"summary-file", required_argument, NULL, ARG_SUMMARY_FILE},
+                {"user-prefix", required_argument, NULL, ARG_USER_PREFIX},
+                {"seed", required_argument, NULL, ARG_SEED},
+                {"width", required_argument, NULL, ARG_WIDTH},
+                {"quiet", no_argument, NULL, ARG_QUIET},
+                {"help", no_argument, NULL, 'h'},
+                {"version", no_argument, NULL, ARG_VERSION},
+                {},
+        };
+        int c, r;
+
+        opterr = 0; /* our own messages, naming the bad input */
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
+                switch (c) {
+                case ARG_URL:
+                        r = parse_url(optarg, o);
+                        if (r == -EPROTONOSUPPORT)
+                                return usage_error("invalid --url '%s': only http:// is supported", optarg);
+                        if (r < 0)
+                                return usage_error("invalid --url '%s': expected http://HOST[:PORT] "
+                                                   "(no path, PORT 1..65535)",
+                                                   optarg);
+                        o->url = optarg;
+                        break;
+                case ARG_USERS:
+                        if (parse_bounded(optarg, USERS_MAX, &o->profile.users) < 0 || o->profile.users == 0)
+                                return usage_error("invalid --users '%s': a number 1..%d", optarg,
+                                                   USERS_MAX);
+                        break;
+                case ARG_PROFILE:
+                        o->profile.kind = profile_kind_from_string(optarg);
+                        if (o->profile.kind < 0)
+                                return usage_error("invalid --profile '%s': ramp or constant", optarg);
+                        break;
+                case ARG_DURATION:
+                        if (parse_duration(optarg, &o->profile.duration) < 0 || o->profile.duration == 0)
+                                return usage_error("invalid --duration '%s': a duration such as 60s",
+                                                   optarg);
+                        break;
+                case ARG_THINK:
+                        if (parse_duration(optarg, &o->think) < 0 || o->think > 60 * USEC_PER_SEC)
+                                return usage_error(
+                                        "invalid --think '%s': a duration up to 60s, such as 50ms", optarg);
+                        break;
+                case ARG_MIX:
+                        r = parse_mix(optarg, o);
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0)
+                                return usage_error(
+                                        "invalid --mix '%s': STATE:WORK weights 0..1000, not both 0",
+                                        optarg);
+                        break;
+                case ARG_CPU_MS:
+                        if (parse_bounded(optarg, 60000, &o->cpu_ms) < 0)
+                                return usage_error("invalid --cpu-ms '%s': a number 0..60000", optarg);
+                        break;
+                case ARG_ALLOC_KB:
+                        if (parse_bounded(optarg, 4194304, &o->alloc_kb) < 0)
+                                return usage_error("invalid --alloc-kb '%s': a number 0..4194304", optarg);
+                        break;
+                case ARG_SLEEP_MS:
+                        if (parse_bounded(optarg, 600000, &o->sleep_ms) < 0)
+                                return usage_error("invalid --sleep-ms '%s': a number 0..600000", optarg);
+                        break;
+                case ARG_TIMEOUT:
+                        if (parse_duration(optarg, &o->timeout) < 0 || o->timeout == 0)
+                                return usage_error("invalid --timeout '%s': a duration such as 10s", optarg);
+                        break;
+                case ARG_STATUS:
+                        o->status_path = optarg;
+                        break;
+                case ARG_LINGER:
+                        if (parse_duration(optarg, &o->linger) < 0)
+                                return usage_error("invalid --linger '%s': a duration such as 15s", optarg);
+                        break;
+                case ARG_MAX_ERRORS:
+                        if (parse_uint64(optarg, &o->max_errors) < 0)
+                                return usage_error("invalid --max-errors '%s': a number", optarg);
+                        break;
+                case ARG_MAX_STICKY:
+                        if (parse_uint64(optarg, &o->max_sticky_errors) < 0)
+                                return usage_error("invalid --max-sticky-errors '%s': a number", optarg);
+                        break;
+                case ARG_MAX_LOST:
+                        if (parse_uint64(optarg, &o->max_lost) < 0)
+                                return usage_error("invalid --max-lost '%s': a number", optarg);
+                        break;
+                case ARG_SUMMARY_FILE:
+                        o->summary_path = optarg;
+                        break;
+                case ARG_USER_PREFIX:
+                        if (!prefix_is_valid(optarg))
+                                return usage_error(
+                                        "invalid --user-prefix '%s': 1..%d of A-Z a-z 0-9 . _ @ -", optarg,
+                                        PREFIX_MAX);
+                        o->user_prefix = optarg;
+                        break;
+                case ARG_SEED:
+                        if (parse_uint64(optarg, &o->seed) < 0)
+                                return usage_error("invalid --seed '%s': a number", optarg);
+                        break;
+                case ARG_WIDTH:
+                        if (parse_bounded(optarg, 1000, &o->width) < 0 || o->width < 60)
+                                return usage_error("invalid --width '%s': a number 60..1000", optarg);
+                        break;
+                case ARG_QUIET:
+                        o->quiet = true;
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("%s %s\n", PROGRAM, EP_VERSION);
+                        return 0;
+                case '?':
+                        if (optopt)
+                                return usage_error("unknown option '-%c'", optopt);
+                        return usage_error("unknown option '%s'", argv[optind - 1]);
+                case ':':
+                        return usage_error("option '%s' needs a value", argv[optind - 1]);
+                default:
+                        return usage_error("unexpected option");
+                }
+        if (optind < argc)
+                return usage_error("unexpected argument '%s'", argv[optind]);
+        if (o->linger > 0 && !o->status_path)
+                return usage_error("--linger needs --status: it waits for the pool to shrink");
+        return 1;
+}
+
+/* ---- setup */
+
+static int resolve(Loadgen *lg) {
+        const Options *o = lg->opt;
+        struct addrinfo hints = {.ai_flags = AI_NUMERICSERV, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+        int r;
+
+        r = getaddrinfo(o->host, o->port, &hints, &ai);
+        if (r != 0) {
+                fprintf(stderr, "%s: cannot resolve '%s': %s\n", PROGRAM, o->host, gai_strerror(r));
+                return -EADDRNOTAVAIL;
+        }
+        memcpy(&lg->addr, ai->ai_addr, ai->ai_addrlen);
+        lg->addr_len = ai->ai_addrlen;
+        freeaddrinfo(ai);
+        return 0;
+}
+
+/* One socket per user plus a few of our own: raise the soft limit when the users need it. */
+static void raise_fd_limit(unsigned users) {
+        struct rlimit rl;
+        rlim_t want = (rlim_t) users + 64;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+                return;
+        rl.rlim_cur = MIN(want, rl.rlim_max);
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
+                fprintf(stderr, "%s: warning: %u users need %llu file descriptors, the limit is %llu\n",
+                        PROGRAM, users, (unsigned long long) want, (unsigned long long) rl.rlim_cur);
+}
+
+static int setup_signals(Loadgen *lg) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &lg->signal_fd};
+        sigset_t mask;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGTERM);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        lg->signal_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+        if (lg->signal_fd < 0)
+                return -errno;
+        return RET_NERRNO(epoll_ctl(lg->epoll_fd, EPOLL_CTL_ADD, lg->signal_fd, &ev));
+}
+
+static int loadgen_init(Loadgen *lg, const Options *o) {
+        int n, r;
+
+        lg->opt = o;
+        lg->epoll_fd = lg->signal_fd = -EBADF;
+        r = resolve(lg);
+        if (r < 0)
+                return r;
+        n = snprintf(lg->work_target, sizeof lg->work_target, "/work?cpu_ms=%u", o->cpu_ms);
+        if (o->alloc_kb > 0)
+                n += snprintf(lg->work_target + n, sizeof lg->work_target - (size_t) n, "&alloc_kb=%u",
+                              o->alloc_kb);
+        if (o->sleep_ms > 0)
+                (void) snprintf(lg->work_target + n, sizeof lg->work_target - (size_t) n, "&sleep_ms=%u",
+                                o->sleep_ms);
+        loadgen_parser_settings(&lg->parser_settings);
+        rng_seed(&lg->rng, o->seed ? o->seed : now_usec(CLOCK_REALTIME) ^ ((uint64_t) getpid() << 32));
+
+        lg->n_users = o->profile.users;
+        lg->users = calloc(lg->n_users, sizeof *lg->users);
+        if (!lg->users)
+                return -ENOMEM;
+        for (unsigned i = 0; i < lg->n_users; i++)
+                vuser_init(&lg->users[i], lg, i);
+        r = timer_heap_init(&lg->timers, lg->n_users);
+        if (r < 0)
+                return r;
+        raise_fd_limit(lg->n_users);
+        lg->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        if (lg->epoll_fd < 0)
+                return -errno;
+        return setup_signals(lg);
+}
+
+static void loadgen_done(Loadgen *lg) {
+        for (unsigned i = 0; lg->users && i < lg->n_users; i++)
+                vuser_abort(&lg->users[i]);
+        free(lg->users);
+        timer_heap_done(&lg->timers);
+        free(lg->status_buf);
+        safe_close(lg->signal_fd);
+        safe_close(lg->epoll_fd);
+}
+
+/* ---- the commander's status.json */
+
+static int read_file(Loadgen *lg, const char *path, size_t *ret_len) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        size_t len = 0;
+
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                ssize_t k;
+
+                if (len == lg->status_cap) {
+                        size_t cap = lg->status_cap ? lg->status_cap * 2 : 16384;
+                        char *p;
+
+                        if (cap > STATUS_SIZE_MAX)
+                                return -EFBIG;
+                        p = realloc(lg->status_buf, cap);
+                        if (!p)
+                                return -ENOMEM;
+                        lg->status_buf = p;
+                        lg->status_cap = cap;
+                }
+                k = read(fd, lg->status_buf + len, lg->status_cap - len);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+        }
+        *ret_len = len;
+        return 0;
+}
+
+/* The commander replaces the file by rename(), so a read sees one whole document or the older one. */
+static void status_refresh(Loadgen *lg) {
+        PoolStatus st;
+        size_t len = 0;
+
+        lg->have_status = false;
+        if (!lg->opt->status_path || read_file(lg, lg->opt->status_path, &len) < 0)
+                return;
+        if (pool_status_parse(lg->status_buf, len, &st) < 0)
+                return;
+        lg->status = st;
+        lg->have_status = true;
+        lg->max_workers_seen = MAX(lg->max_workers_seen, st.n_routable);
+        if (!lg->have_baseline) {
+                lg->baseline_workers = MAX(st.n_workers, 1u);
+                lg->have_baseline = true;
+        }
+}
+
+/* ---- the controller: users follow the profile */
+
+static unsigned live_users(const Loadgen *lg) {
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < lg->n_users; i++)
+                n += vuser_is_live(&lg->users[i]);
+        return n;
+}
+
+static unsigned busy_users(const Loadgen *lg) {
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < lg->n_users; i++)
+                n += lg->users[i].phase != PHASE_IDLE;
+        return n;
+}
+
+/* Drops every user at once, logged in or not (the hard stop). */
+static void abandon_all(Loadgen *lg, usec_t now) {
+        lg->stats.abandoned += busy_users(lg);
+        for (unsigned i = 0; i < lg->n_users; i++)
+                vuser_abort(&lg->users[i]);
+        lg->drained = true;
+        lg->ended_at = now;
+}
+
+static void end_load(Loadgen *lg, usec_t now) {
+        if (lg->ended)
+                return;
+        lg->ended = true;
+        lg->ended_at = now;
+        /* the last requests and the logouts get one timeout to finish */
+        lg->drain_deadline = now + lg->opt->timeout + USEC_PER_SEC;
+}
+
+static void control(Loadgen *lg, usec_t now) {
+        usec_t elapsed = now - lg->start;
+        unsigned live = live_users(lg);
+
+        if (elapsed >= lg->opt->profile.duration)
+                end_load(lg, now);
+        lg->target = lg->ended ? 0 : profile_users_at(&lg->opt->profile, elapsed);
+        /* the oldest users stay longest: start from the bottom, retire from the top */
+        for (unsigned i = 0; live < lg->target && i < lg->n_users; i++)
+                if (lg->users[i].phase == PHASE_IDLE) {
+                        vuser_start(&lg->users[i], now);
+                        live++;
+                }
+        for (unsigned i = lg->n_users; live > lg->target && i > 0; i--)
+                if (vuser_is_live(&lg->users[i - 1])) {
+                        vuser_retire(&lg->users[i - 1], now);
+                        live--;
+                }
+        if (lg->ended && !lg->drained && busy_users(lg) == 0) {
+                lg->drained = true;
+                lg->ended_at = now;
+        }
+}
+
+/* ---- the line once a second */
+
+static void report(Loadgen *lg, usec_t now, usec_t interval) {
+        char line[1024];
+        ReportLine l = {
+                .elapsed = now - lg->start,
+                .live = live_users(lg),
+                .target = lg->target,
+                .rps = (double) (lg->stats.requests - lg->prev_requests) * USEC_PER_SEC /
+                       (double) MAX(interval, 1u),
+                .p99 = lg->second.count > 0 ? histogram_quantile(&lg->second, 0.99) : USEC_INFINITY,
+                .errors = stats_errors_total(&lg->stats),
+                .sticky_errors = lg->stats.sticky_errors,
+        };
+
+        status_refresh(lg);
+        lg->prev_requests = lg->stats.requests;
+        histogram_reset(&lg->second);
+        if (lg->opt->quiet)
+                return;
+        report_format_line(line, sizeof line, lg->opt->width, &l, lg->opt->status_path != NULL,
+                           lg->have_status ? &lg->status : NULL);
+        puts(line);
+        fflush(stdout);
+}
+
+/* ---- the loop */
+
+static void on_signal(Loadgen *lg, usec_t now) {
+        struct signalfd_siginfo si;
+
+        while (read(lg->signal_fd, &si, sizeof si) == (ssize_t) sizeof si) {
+                if (++lg->signals == 1) {
+                        fprintf(stderr, "%s: %s: logging every user out (again to stop at once)\n", PROGRAM,
+                                strsignal((int) si.ssi_signo));
+                        end_load(lg, now);
+                        continue;
+                }
+                abandon_all(lg, now);
+        }
+}
+
+static void run_timers(Loadgen *lg, usec_t now) {
+        TimerNode *t;
+
+        while ((t = timer_heap_peek(&lg->timers)) && t->when <= now) {
+                VUser *u = (VUser *) ((char *) t - offsetof(VUser, timer));
+
+                timer_heap_cancel(&lg->timers, t);
+                vuser_on_timer(u, now);
+        }
+}
+
+/* True once the run is over: every user is gone (or the drain deadline passed) and, with --linger,
+ * the pool is back to its size at the start or the linger time is up. */
+static bool finished(Loadgen *lg, usec_t now) {
+        if (!lg->ended)
+                return false;
+        if (!lg->drained) {
+                if (now < lg->drain_deadline)
+                        return false;
+                fprintf(stderr, "%s: %u users still busy at the drain deadline, dropping them\n", PROGRAM,
+                        busy_users(lg));
+                abandon_all(lg, now);
+        }
+        if (lg->signals > 0 || lg->opt->linger == 0 || now >= lg->ended_at + lg->opt->linger)
+                return true;
+        return lg->have_status && lg->status.n_workers <= lg->baseline_workers;
+}
+
+static int wait_timeout_ms(const Loadgen *lg, usec_t now) {
+        TimerNode *t = timer_heap_peek(&lg->timers);
+        usec_t next = MIN(lg->next_control, lg->next_report);
+
+        if (t)
+                next = MIN(next, t->when);
+        if (next <= now)
+                return 0;
+        return (int) MIN((next - now + USEC_PER_MSEC - 1) / USEC_PER_MSEC, (usec_t) INT_MAX);
+}
+
+static void dispatch(Loadgen *lg, int timeout_ms) {
+        struct epoll_event events[EVENTS_MAX];
+        int n;
+
+        n = epoll_wait(lg->epoll_fd, events, EVENTS_MAX, timeout_ms);
+        for (int i = 0; i < n; i++) {
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+
+                if (events[i].data.ptr == &lg->signal_fd)
+                        on_signal(lg, now);
+                else
+                        vuser_on_io(events[i].data.ptr, events[i].events, now);
+        }
+}
+
+static int run(Loadgen *lg) {
+        usec_t now = now_usec(CLOCK_MONOTONIC), last_report;
+
+        lg->start = last_report = now;
+        lg->next_control = now;
+        lg->next_report = now + REPORT_INTERVAL_USEC;
+        status_refresh(lg);
+        for (;;) {
+                now = now_usec(CLOCK_MONOTONIC);
+                if (now >= lg->next_control) {
+                        control(lg, now);
+                        lg->next_control = MAX(lg->next_control + CONTROL_INTERVAL_USEC, now + 1);
+                }
+                if (now >= lg->next_report) {
+                        report(lg, now, now - last_report);
+                        last_report = now;
+                        lg->next_report = MAX(lg->next_report + REPORT_INTERVAL_USEC, now + 1);
+                }
+                if (finished(lg, now))
+                        return 0;
+                run_timers(lg, now);
+                dispatch(lg, wait_timeout_ms(lg, now_usec(CLOCK_MONOTONIC)));
+        }
+}
+
+static int write_summary(Loadgen *lg, usec_t elapsed) {
+        _cleanup_fclose_ FILE *f = NULL;
+
+        if (!lg->opt->summary_path) {
+                report_write_summary(stdout, &lg->stats, elapsed, lg);
+                return 0;
+        }
+        f = fopen(lg->opt->summary_path, "we");
+        if (!f)
+                return -errno;
+        report_write_summary(f, &lg->stats, elapsed, lg);
+        return ferror(f) ? -EIO : 0;
+}
+
+static int verdict(const Loadgen *lg) {
+        uint64_t errors = stats_errors_total(&lg->stats);
+        int rc = EXIT_SUCCESS;
+
+        if (errors > lg->opt->max_errors) {
+                fprintf(stderr, "%s: %llu errors, more than --max-errors=%llu\n", PROGRAM,
+                        (unsigned long long) errors, (unsigned long long) lg->opt->max_errors);
+                rc = EXIT_FAILURE;
+        }
+        if (lg->stats.sticky_errors > lg->opt->max_sticky_errors) {
+                fprintf(stderr, "%s: %llu sticky errors, more than --max-sticky-errors=%llu\n", PROGRAM,
+                        (unsigned long long) lg->stats.sticky_errors,
+                        (unsigned long long) lg->opt->max_sticky_errors);
+                rc = EXIT_FAILURE;
+        }
+        if (lg->stats.lost > lg->opt->max_lost) {
+                fprintf(stderr, "%s: %llu users lost their state, more than --max-lost=%llu\n", PROGRAM,
+                        (unsigned long long) lg->stats.lost, (unsigned long long) lg->opt->max_lost);
+                rc = EXIT_FAILURE;
+        }
+        return rc;
+}
+
+int main(int argc, char *argv[]) {
+        Options o = {
+                .profile = {.kind = PROFILE_RAMP, .users = 50, .duration = 60 * USEC_PER_SEC},
+                .think = 100 * USEC_PER_MSEC,
+                .mix_state = 1,
+                .mix_work = 1,
+                .cpu_ms = 10,
+                .timeout = 10 * USEC_PER_SEC,
+                .max_lost = UINT64_MAX,
+                .user_prefix = "u",
+                .width = 160,
+        };
+        Loadgen *lg;
+        int r;
+
+        (void) parse_url("http://127.0.0.1:8080", &o);
+        o.url = "http://127.0.0.1:8080";
+        r = parse_argv(argc, argv, &o);
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : EXIT_SUCCESS;
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        /* the loop's state holds a 64 KiB read buffer: on the heap, not the stack */
+        lg = calloc(1, sizeof *lg);
+        if (!lg) {
+                fprintf(stderr, "%s: out of memory\n", PROGRAM);
+                return EXIT_FAILURE;
+        }
+        r = loadgen_init(lg, &o);
+        if (r < 0) {
+                if (r != -EADDRNOTAVAIL)
+                        fprintf(stderr, "%s: failed to set up: %s\n", PROGRAM, strerror(-r));
+                loadgen_done(lg);
+                free(lg);
+                return EXIT_FAILURE;
+        }
+        if (!o.quiet)
+                printf("%s: %u users (%s over %llus), think %llums, mix state:work %u:%u, /work cpu_ms=%u "
+                       "-> %s\n",
+                       PROGRAM, o.profile.users, profile_kind_to_string(o.profile.kind),
+                       (unsigned long long) (o.profile.duration / USEC_PER_SEC),
+                       (unsigned long long) (o.think / USEC_PER_MSEC), o.mix_state, o.mix_work, o.cpu_ms,
+                       o.url);
+        r = run(lg);
+        r = write_summary(lg, now_usec(CLOCK_MONOTONIC) - lg->start);
+        if (r < 0)
+                fprintf(stderr, "%s: failed to write the summary to %s: %s\n", PROGRAM, o.summary_path,
+                        strerror(-r));
+        r = r < 0 ? EXIT_FAILURE : verdict(lg);
+        loadgen_done(lg);
+        free(lg);
+        return r;
+}

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/* The load generator's pure parts: the JSON reader and what it reads (status.json, /state answers),
+ * the latency histogram, the ramp profile, the timer heap, and report lines that fit their width. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "loadgen-heap.h"
+#include "loadgen-json.h"
+#include "loadgen-parse.h"
+#include "loadgen-profile.h"
+#include "loadgen-stats.h"
+#include "loadgen.h"
+#include "macro.h"
+
+/* As daemon/status.c writes it (two workers, a hold, every field the loader skips). */
+static const char status_json[] =
+        "{\"group\":\"demo\",\"backend\":\"cgroup\",\"stopping\":false,\"workers\":["
+        "{\"id\":1,\"name\":\"w1\",\"state\":\"routable\",\"reception\":true,\"pid\":18951,\"occupancy\":0."
+        "5200,"
+        "\"bottleneck\":\"executor\",\"components\":{\"memory\":null,\"cpu\":0.1,\"executor\":0.52},"
+        "\"freshness\":\"fresh\",\"rows\":3,\"users\":37,\"inflight\":2,\"last_report_ms_ago\":20,\"cpu\":"
+        "null,"
+        "\"memory_bytes\":3706880,\"socket\":\"/run/x/w1.sock\",\"cgroup\":\"/elastic-pool-demo/w1\"},"
+        "{\"id\":2,\"name\":\"w2\",\"state\":\"draining\",\"reception\":false,\"pid\":18999,\"occupancy\":0."
+        "0100,"
+        "\"bottleneck\":null,\"components\":{\"memory\":null,\"cpu\":null,\"executor\":null},"
+        "\"freshness\":\"stale\",\"not_fresh_for_ms\":4000,\"missing\":\"cpu\",\"rows\":0,\"users\":0,"
+        "\"inflight\":0,\"socket\":\"/run/x/w2.sock\"}],"
+        "\"ledger\":{\"n\":2,\"capacity\":1.3000,\"occupied\":0.5300,\"headroom\":0.7700,\"threshold\":1."
+        "2000},"
+        "\"holds\":{\"scale_up\":null,\"compaction\":{\"kind\":\"compact\",\"worker\":\"w2\",\"for_ms\":17,"
+        "\"reason\":\"w2 no report for 4 s\"}},"
+        "\"spawn\":{\"failures\":0,\"given_up\":false,\"last_error\":\"\"},"
+        "\"counters\":{\"reports\":10,\"spawns\":2,\"deaths\":0}}\n";
+
+static void test_json_skip_value_nested(void **state) {
+        const char *s = " {\"a\":[1,-2.5e3,\"x\\\"y\\u0041\",true,false,null,{\"b\":{}}],\"c\":[]} tail";
+        JsonCursor c = json_cursor(s, strlen(s));
+
+        assert_int_equal(json_skip_value(&c), 0);
+        assert_int_equal(json_peek(&c), 't');
+}
+
+static void test_json_malformed(void **state) {
+        static const char *const bad[] = {"{",         "{\"a\"}",   "{\"a\":}", "[1,]",       "[1 2]",
+                                          "\"abc",     "\"a\x01\"", "tru",      "{\"a\":1,}", "\"\\q\"",
+                                          "\"\\u12\"", "-",         "1e999"};
+        JsonCursor c;
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                c = json_cursor(bad[i], strlen(bad[i]));
+                assert_int_equal(json_skip_value(&c), -EBADMSG);
+        }
+}
+
+static void test_json_never_reads_past_end(void **state) {
+        /* the bytes after n are valid JSON; the reader must not see them */
+        const char *s = "{\"a\":12345}";
+        JsonCursor c = json_cursor(s, 8); /* {"a":123 */
+        double d;
+
+        assert_int_equal(json_skip_value(&c), -EBADMSG);
+        c = json_cursor(s + 5, 3);
+        assert_int_equal(json_read_number(&c, &d), 0);
+        assert_true(d == 123);
+}
+
+static void test_json_depth_limit(void **state) {
+        char s[2 * (JSON_DEPTH_MAX + 2) + 1];
+        JsonCursor c;
+        size_t n = JSON_DEPTH_MAX + 2;
+
+        memset(s, '[', n);
+        memset(s + n, ']', n);
+        s[2 * n] = 0;
+        c = json_cursor(s, 2 * n);
+        assert_int_equal(json_skip_value(&c), -EBADMSG);
+}
+
+static void test_json_read_string_small_buffer(void **state) {
+        const char *s = "\"abcdef\",1";
+        JsonCursor c = json_cursor(s, strlen(s));
+        char buf[4];
+
+        assert_int_equal(json_read_string(&c, buf, sizeof buf), -ENOBUFS);
+        assert_string_equal(buf, "abc");
+        assert_int_equal(json_peek(&c), ','); /* consumed all the same */
+}
+
+static void test_pool_status_parse_commander_document(void **state) {
+        PoolStatus st;
+
+        assert_int_equal(pool_status_parse(status_json, strlen(status_json), &st), 0);
+        assert_int_equal(st.n_workers, 2);
+        assert_int_equal(st.n_routable, 1);
+        assert_int_equal(st.n_shown, 2);
+        assert_string_equal(st.workers[0].name, "w1");
+        assert_true(st.workers[0].reception);
+        assert_true(st.workers[0].fresh);
+        assert_int_equal(st.workers[0].users, 37);
+        assert_true(st.workers[0].occupancy > 0.519 && st.workers[0].occupancy < 0.521);
+        assert_string_equal(st.workers[1].state, "draining");
+        assert_false(st.workers[1].fresh);
+        assert_string_equal(st.scale_up_hold, "");
+        assert_string_equal(st.compaction_hold, "w2 no report for 4 s");
+        assert_int_equal(st.spawns, 2);
+        assert_false(st.stopping);
+}
+
+static int parse_status(const char *s, PoolStatus *st) {
+        return pool_status_parse(s, strlen(s), st);
+}
+
+static void test_pool_status_parse_torn_or_foreign(void **state) {
+        PoolStatus st;
+
+        assert_int_equal(pool_status_parse(status_json, strlen(status_json) / 2, &st), -EBADMSG);
+        assert_int_equal(parse_status("{\"group\":\"x\"}", &st), -EBADMSG); /* no workers */
+        assert_int_equal(parse_status("{\"workers\":[]} x", &st), -EBADMSG);
+        assert_int_equal(parse_status("{\"workers\":[{\"users\":-1}]}", &st), -EBADMSG);
+        assert_int_equal(parse_status("[]", &st), -EBADMSG);
+        assert_int_equal(parse_status("{\"workers\":[]}", &st), 0);
+        assert_int_equal(st.n_workers, 0);
+}
+
+static void test_pool_status_parse_many_workers(void **state) {
+        size_t n = POOL_STATUS_WORKERS_MAX + 6, size = 64 * n + 32, len;
+        char *s = malloc(size);
+        PoolStatus st;
+
+        assert_non_null(s);
+        len = (size_t) snprintf(s, size, "{\"workers\":[");
+        for (size_t i = 0; i < n; i++)
+                len += (size_t) snprintf(s + len, size - len, "%s{\"name\":\"w%zu\",\"state\":\"routable\"}",
+                                         i ? "," : "", i + 1);
+        len += (size_t) snprintf(s + len, size - len, "]}");
+        assert_int_equal(pool_status_parse(s, len, &st), 0);
+        assert_int_equal(st.n_workers, n);
+        assert_int_equal(st.n_routable, n);
+        assert_int_equal(st.n_shown, POOL_STATUS_WORKERS_MAX);
+        free(s);
+}
+
+static void test_state_reply_parse(void **state) {
+        const char *ok = "{\"user\":\"u7\",\"counter\":42,\"worker\":\"3\",\"blob_crc\":0}";
+        char worker[16];
+        uint64_t counter;
+
+        assert_int_equal(state_reply_parse(ok, strlen(ok), &counter, worker, sizeof worker), 0);
+        assert_int_equal(counter, 42);
+        assert_string_equal(worker, "3");
+        static const char *const bad[] = {"{\"user\":\"u\"}", "{\"counter\":1.5}", "{\"counter\":-1}",
+                                          "no json", "{\"counter\":1"};
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                assert_int_equal(state_reply_parse(bad[i], strlen(bad[i]), &counter, worker, sizeof worker),
+                                 -EBADMSG);
+}
+
+static void test_histogram_quantiles(void **state) {
+        Histogram *h = malloc(sizeof *h);
+
+        assert_non_null(h);
+        histogram_reset(h);
+        assert_int_equal(histogram_quantile(h, 0.5), 0);
+        for (usec_t v = 1; v <= 1000; v++)
+                histogram_add(h, v * 100); /* 100 us .. 100 ms */
+        assert_int_equal(h->count, 1000);
+        assert_int_equal(h->min, 100);
+        assert_int_equal(h->max, 100000);
+        /* within the bucket width (1/32) of the exact answer */
+        assert_in_range(histogram_quantile(h, 0.50), 50000 - 1600, 50000 + 1600);
+        assert_in_range(histogram_quantile(h, 0.99), 99000 - 3100, 99000 + 3100);
+        assert_int_equal(histogram_quantile(h, 1.0), 100000);
+        assert_int_equal(histogram_quantile(h, 0.0), 100);
+        free(h);
+}
+
+static void test_histogram_small_values_exact_and_merge(void **state) {
+        Histogram *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+
+        assert_non_null(a);
+        assert_non_null(b);
+        histogram_reset(a);
+        histogram_reset(b);
+        for (usec_t v = 0; v < 32; v++)
+                histogram_add(v < 16 ? a : b, v);
+        histogram_add(b, UINT64_MAX / 2); /* the top bucket, not out of bounds */
+        histogram_merge(a, b);
+        assert_int_equal(a->count, 33);
+        assert_int_equal(histogram_quantile(a, 16.0 / 33), 15);
+        assert_int_equal(a->min, 0);
+        assert_int_equal(a->max, UINT64_MAX / 2);
+        free(a);
+        free(b);
+}
+
+static void test_error_kind_from_status(void **state) {
+        assert_int_equal(error_kind_from_status(200), _ERROR_KIND_INVALID);
+        assert_int_equal(error_kind_from_status(302), _ERROR_KIND_INVALID);
+        assert_int_equal(error_kind_from_status(404), ERROR_HTTP_4XX);
+        assert_int_equal(error_kind_from_status(502), ERROR_HTTP_502);
+        assert_int_equal(error_kind_from_status(503), ERROR_HTTP_503);
+        assert_int_equal(error_kind_from_status(504), ERROR_HTTP_504);
+        assert_int_equal(error_kind_from_status(500), ERROR_HTTP_5XX);
+        for (ErrorKind k = 0; k < _ERROR_KIND_MAX; k++)
+                assert_non_null(error_kind_to_string(k));
+}
+
+static void test_profile_ramp(void **state) {
+        Profile p = {.kind = PROFILE_RAMP, .users = 200, .duration = 60 * USEC_PER_SEC};
+
+        assert_int_equal(profile_users_at(&p, 0), 0);
+        assert_int_equal(profile_users_at(&p, 10 * USEC_PER_SEC), 100);
+        assert_int_equal(profile_users_at(&p, 20 * USEC_PER_SEC), 200);
+        assert_int_equal(profile_users_at(&p, 30 * USEC_PER_SEC), 200);
+        assert_int_equal(profile_users_at(&p, 50 * USEC_PER_SEC), 100);
+        assert_int_equal(profile_users_at(&p, 60 * USEC_PER_SEC - 1), 0);
+        assert_int_equal(profile_users_at(&p, 60 * USEC_PER_SEC), 0);
+        for (usec_t t = 0; t < p.duration; t += 77777)
+                assert_in_range(profile_users_at(&p, t), 0, 200);
+}
+
+static void test_profile_constant_and_names(void **state) {
+        Profile p = {.kind = PROFILE_CONSTANT, .users = 20, .duration = 3 * USEC_PER_SEC};
+
+        assert_int_equal(profile_users_at(&p, 0), 20);
+        assert_int_equal(profile_users_at(&p, 3 * USEC_PER_SEC - 1), 20);
+        assert_int_equal(profile_users_at(&p, 3 * USEC_PER_SEC), 0);
+        assert_int_equal(profile_kind_from_string("ramp"), PROFILE_RAMP);
+        assert_int_equal(profile_kind_from_string("constant"), PROFILE_CONSTANT);
+        assert_int_equal(profile_kind_from_string("spiky"), _PROFILE_KIND_INVALID);
+}
+
+static void test_rng_think_spread(void **state) {
+        Rng r;
+        usec_t lo = UINT64_MAX, hi = 0;
+
+        rng_seed(&r, 0);
+        for (int i = 0; i < 10000; i++) {
+                usec_t t = rng_think(&r, 100000);
+                lo = MIN(lo, t);
+                hi = MAX(hi, t);
+        }
+        assert_in_range(lo, 50000, 51000);
+        assert_in_range(hi, 149000, 150000);
+        assert_int_equal(rng_think(&r, 0), 0);
+        assert_int_equal(rng_below(&r, 0), 0);
+}
+
+static void test_timer_heap_order_move_cancel(void **state) {
+        enum { N = 200 };
+        TimerNode nodes[N];
+        TimerHeap h;
+        Rng r;
+        usec_t last = 0;
+
+        rng_seed(&r, 42);
+        assert_int_equal(timer_heap_init(&h, N), 0);
+        for (int i = 0; i < N; i++) {
+                timer_node_init(&nodes[i]);
+                assert_int_equal(timer_heap_schedule(&h, &nodes[i], rng_below(&r, 1000000)), 0);
+        }
+        for (int i = 0; i < N; i += 3) /* move some earlier or later */
+                assert_int_equal(timer_heap_schedule(&h, &nodes[i], rng_below(&r, 1000000)), 0);
+        for (int i = 1; i < N; i += 5)
+                timer_heap_cancel(&h, &nodes[i]);
+        timer_heap_cancel(&h, &nodes[1]); /* twice: no-op */
+        assert_int_equal(h.n, N - N / 5);
+        for (TimerNode *t; (t = timer_heap_peek(&h));) {
+                assert_true(t->when >= last);
+                last = t->when;
+                timer_heap_cancel(&h, t);
+                assert_false(timer_node_scheduled(t));
+        }
+        timer_node_init(&nodes[0]);
+        h.capacity = 0;
+        assert_int_equal(timer_heap_schedule(&h, &nodes[0], 1), -ENOSPC);
+        timer_heap_done(&h);
+}
+
+static PoolStatus *status_with(unsigned n) {
+        PoolStatus *st = calloc(1, sizeof *st);
+
+        assert_non_null(st);
+        st->n_workers = st->n_shown = st->n_routable = n;
+        for (unsigned i = 0; i < n; i++) {
+                WorkerStatus *w = &st->workers[i];
+                snprintf(w->name, sizeof w->name, "w%u", i + 1);
+                strcpy(w->state, "routable");
+                w->occupancy = 0.52;
+                w->users = 37;
+                w->fresh = true;
+        }
+        return st;
+}
+
+static void test_report_line_compresses_to_width(void **state) {
+        ReportLine l = {.elapsed = 12 * USEC_PER_SEC, .live = 150, .target = 200, .rps = 812, .p99 = 23456};
+        char buf[1024];
+        PoolStatus *st;
+
+        st = status_with(3);
+        report_format_line(buf, sizeof buf, 160, &l, true, st);
+        assert_non_null(strstr(buf, "w1 [#####.....] 0.52 u=37"));
+        assert_non_null(
+                strstr(buf, "  12s users  150/200  rps   812 p99   23ms err 0 sticky 0 | 3 workers  w1 ["));
+        assert_non_null(strstr(buf, "| 3 workers"));
+        free(st);
+
+        st = status_with(8);
+        report_format_line(buf, sizeof buf, 160, &l, true, st);
+        assert_true(strlen(buf) <= 160);
+        assert_non_null(strstr(buf, " w8 .52/37"));
+        free(st);
+
+        st = status_with(40);
+        report_format_line(buf, sizeof buf, 160, &l, true, st);
+        assert_true(strlen(buf) <= 160);
+        assert_non_null(strstr(buf, "| 40 workers  occupancy min 0.52 avg 0.52 max 0.52"));
+        free(st);
+
+        report_format_line(buf, sizeof buf, 160, &l, true, NULL);
+        assert_non_null(strstr(buf, "pool: no status"));
+        report_format_line(buf, sizeof buf, 160, &l, false, NULL);
+        assert_null(strchr(buf, '|'));
+}
+
+static void test_report_line_marks_states_and_holds(void **state) {
+        ReportLine l = {};
+        PoolStatus *st = status_with(2);
+        char buf[1024];
+
+        strcpy(st->workers[1].state, "starting");
+        st->workers[0].fresh = false;
+        strcpy(st->compaction_hold, "w1 no report for 17 s");
+        report_format_line(buf, sizeof buf, 160, &l, true, st);
+        assert_non_null(strstr(buf, "w1? ["));
+        assert_non_null(strstr(buf, "w2 starting"));
+        assert_non_null(strstr(buf, "[compaction held: w1 no report for 17 s]"));
+        /* too narrow for the hold: the workers stay, the hold goes */
+        report_format_line(buf, sizeof buf, 120, &l, true, st);
+        assert_null(strstr(buf, "held"));
+        assert_true(strlen(buf) <= 120);
+        free(st);
+}
+
+static void test_format_latency(void **state) {
+        char b[16];
+
+        assert_string_equal(format_latency(b, sizeof b, 850), "850us");
+        assert_string_equal(format_latency(b, sizeof b, 4100), "4.1ms");
+        assert_string_equal(format_latency(b, sizeof b, 123456), "123ms");
+        assert_string_equal(format_latency(b, sizeof b, 1250000), "1.25s");
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_json_skip_value_nested),
+                cmocka_unit_test(test_json_malformed),
+                cmocka_unit_test(test_json_never_reads_past_end),
+                cmocka_unit_test(test_json_depth_limit),
+                cmocka_unit_test(test_json_read_string_small_buffer),
+                cmocka_unit_test(test_pool_status_parse_commander_document),
+                cmocka_unit_test(test_pool_status_parse_torn_or_foreign),
+                cmocka_unit_test(test_pool_status_parse_many_workers),
+                cmocka_unit_test(test_state_reply_parse),
+                cmocka_unit_test(test_histogram_quantiles),
+                cmocka_unit_test(test_histogram_small_values_exact_and_merge),
+                cmocka_unit_test(test_error_kind_from_status),
+                cmocka_unit_test(test_profile_ramp),
+                cmocka_unit_test(test_profile_constant_and_names),
+                cmocka_unit_test(test_rng_think_spread),
+                cmocka_unit_test(test_timer_heap_order_move_cancel),
+                cmocka_unit_test(test_report_line_compresses_to_width),
+                cmocka_unit_test(test_report_line_marks_states_and_holds),
+                cmocka_unit_test(test_format_latency),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
