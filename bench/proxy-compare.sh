@@ -1,0 +1,197 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# elastic-pool's front end beside nginx and HAProxy, in one run, in front of the SAME demo worker:
+# requests/s, p50/p99 and the proxy's CPU time per request, for HTTP/1.1 (wrk) and h2c with prior
+# knowledge (h2load), then elastic-pool / best peer ratios. A benchmark, never a test: the figures are
+# for people, and only the ratios between peers measured in the same run mean anything.
+#
+#   sudo bench/proxy-compare.sh [BUILD_DIR]        (default: the tree scripts/build.sh builds)
+#
+# What is compared:
+#   * elastic-pool spawns the worker itself (backend=cgroup, in a fresh cgroup v2 parent of this run,
+#     min_workers = max_workers = BENCH_WORKERS, default 1). nginx and HAProxy forward to the very same
+#     Unix socket <runtime dir>/wN.sock over keep-alive HTTP/1.1 upstream connections.
+#   * elastic-pool sends logged-out traffic (all of this benchmark's) to its reception only, so nginx and
+#     HAProxy are pointed at the reception's socket only: every proxy forwards to the same ONE worker.
+#   * The peers do the per-request work elastic-pool does (it re-serialises every request and adds
+#     X-Forwarded-For, X-Forwarded-Proto and X-Request-Id): nginx sets the same three headers ($request_id),
+#     HAProxy adds them (option forwardfor, set-header, a unique-id). No access log anywhere; keep-alive
+#     request limits lifted on both sides (nginx's default of 1000 would make it reconnect; the others never
+#     do); up to BENCH_CONNS keep-alive upstream connections each, as elastic-pool's upstream_connections.
+#   * CPUs on this 2-core machine (BENCH_PIN=1, the default): each proxy runs alone on CPU 0 (one event
+#     loop, like the commander's one sd-event loop); the load generator and the worker share CPU 1. The
+#     "direct" row is wrk against a second demo worker on TCP with the same CPU 1 layout and no proxy:
+#     the ceiling of the CPU-1 side. "nginx-auto" is nginx with worker_processes auto, unpinned (both
+#     cores): for reference, never counted as the best peer.
+#   * cpu us/req: utime + stime of every process of the proxy (/proc/PID/stat), read right before and
+#     after the measured run, over the requests completed in it; "worker" is the same for the worker
+#     and "load" for wrk/h2load. "other%" is CPU time that processes outside the benchmark took during
+#     the run, in % of one CPU (a build or a test suite running beside it): above ~5 the row was
+#     disturbed, and the script marks it with '!'.
+#
+# Environment: BENCH_DURATION (10 s), BENCH_WARMUP (2 s), BENCH_ROUNDS (1; with more, every row is the
+# median of its rounds, run interleaved), BENCH_CONNS (64, wrk), BENCH_THREADS (2), BENCH_H2_CLIENTS
+# (16) x BENCH_H2_STREAMS (4) for h2load, BENCH_WORKERS (1), BENCH_PIN (1), BENCH_NGINX_AUTO (1),
+# BENCH_PORT_BASE (18180; eight ports from it), BENCH_KEEP=DIR (keep logs and configurations).
+set -euo pipefail
+
+duration=${BENCH_DURATION:-10}
+warmup=${BENCH_WARMUP:-2}
+rounds=${BENCH_ROUNDS:-1}
+threads=${BENCH_THREADS:-2}
+h2_clients=${BENCH_H2_CLIENTS:-16}
+h2_streams=${BENCH_H2_STREAMS:-4}
+nginx_auto=${BENCH_NGINX_AUTO:-1}
+# shellcheck source=bench/proxy-lib.sh
+. "$(dirname "$0")/proxy-lib.sh"
+bench_build "${1:-}"
+
+start_elastic_pool
+start_nginx nginx-1 1 "$port_ngx_h1" "$port_ngx_h2"
+ngx1_pid=$ngx_pid
+if [[ $nginx_auto == 1 ]]; then
+        start_nginx nginx-auto auto "$port_ngxa_h1" "$port_ngxa_h2" float
+        ngxa_pid=$ngx_pid
+fi
+start_haproxy "$port_hap_h1" "$port_hap_h2"
+start_direct
+
+names=(elastic-pool nginx haproxy)
+declare -A port_h1=([elastic-pool]=$port_ep [nginx]=$port_ngx_h1 [haproxy]=$port_hap_h1 [nginx-auto]=$port_ngxa_h1)
+declare -A port_h2=([elastic-pool]=$port_ep [nginx]=$port_ngx_h2 [haproxy]=$port_hap_h2 [nginx-auto]=$port_ngxa_h2)
+((nginx_auto)) && names+=(nginx-auto)
+for name in "${names[@]}"; do
+        check_get "${port_h1[$name]}"
+        check_get "${port_h2[$name]}" --http2-prior-knowledge
+done
+check_get "$port_direct"
+# nginx forks its workers after it listens: read its process tree only now that it has answered.
+declare -A ppids=([elastic-pool]=$ep_pid [nginx]="$(proc_tree "$ngx1_pid")" [haproxy]=$hap_pid)
+((nginx_auto)) && ppids[nginx-auto]="$(proc_tree "$ngxa_pid")"
+hz=$(getconf CLK_TCK)
+declare -A res
+
+# load PROTO PORT SECONDS OUT [extra args]: wrk for h1, h2load for h2, on the load CPU.
+load() {
+        local proto=$1 port=$2 secs=$3 out=$4
+        shift 4
+        if [[ $proto == h1 ]]; then
+                "${on_load[@]}" wrk -t"$threads" -c"$conns" -d"${secs}s" "$@" "http://127.0.0.1:$port/" >"$out"
+        else
+                "${on_load[@]}" h2load -c"$h2_clients" -m"$h2_streams" -t"$threads" -D"$secs" "$@" \
+                        "http://127.0.0.1:$port/" >"$out"
+        fi
+}
+
+# measure NAME PROTO PORT "PROXY PIDS" "WORKER PIDS": a warm-up, then the measured run with CPU time read
+# around it; appends "rps p50 p99 cpu user sys worker load other requests errors" to res[NAME/PROTO].
+measure() {
+        local name=$1 proto=$2 port=$3 proxy_pids=$4 wpids=$5 out=$work/$1-$2.out
+        local before after wbefore wafter mbefore mafter t0 t1 lt n rps p50 p99 errors
+        load "$proto" "$port" "$warmup" /dev/null
+        # shellcheck disable=SC2086
+        before=$(cpu_ticks $proxy_pids) wbefore=$(cpu_ticks $wpids) mbefore=$(machine_busy) t0=$(date +%s%N)
+        if [[ $proto == h1 ]]; then
+                lt=$({ TIMEFORMAT='%3U %3S'; time load h1 "$port" "$duration" "$out" --latency; } 2>&1)
+        else
+                lt=$({ TIMEFORMAT='%3U %3S'; time load h2 "$port" "$duration" "$out" --log-file="$out.log"; } 2>&1)
+        fi
+        # shellcheck disable=SC2086
+        after=$(cpu_ticks $proxy_pids) wafter=$(cpu_ticks $wpids) mafter=$(machine_busy) t1=$(date +%s%N)
+        if [[ $proto == h1 ]]; then
+                n=$(awk '/requests in/ { print $1 }' "$out")
+                rps=$(awk '/^Requests\/sec:/ { print $2 }' "$out")
+                read -r p50 p99 < <(awk 'function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0;
+                        if (v ~ /s$/) return v * 1000; return v }
+                        $1 == "50%" { a = ms($2) } $1 == "99%" { b = ms($2) } END { print a, b }' "$out")
+                errors=$(awk '/Non-2xx/ { e += $NF } /Socket errors/ { gsub(",", ""); e += $4 + $6 + $8 + $10 }
+                        END { print e + 0 }' "$out")
+        else
+                n=$(awk '/^requests:/ { print $8 }' "$out") # succeeded
+                rps=$(awk '/^finished in/ { print $4 }' "$out")
+                read -r p50 p99 < <(cut -f3 "$out.log" | sort -n | awk '{ v[NR] = $1 } END {
+                        if (NR == 0) { print "nan nan"; exit }
+                        i = int(NR * 0.50); if (i < 1) i = 1; j = int(NR * 0.99); if (j < 1) j = 1
+                        printf "%.3f %.3f\n", v[i] / 1000, v[j] / 1000 }')
+                errors=$(awk '/^requests:/ { print $10 + $12 + $14 }' "$out")
+                rm -f "$out.log"
+        fi
+        cat "$out" >>"$work/raw-$name-$proto.txt"
+        res[$name/$proto]+=$(awk -v n="$n" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v err="$errors" -v hz="$hz" \
+                -v b="$before" -v a="$after" -v wb="$wbefore" -v wa="$wafter" -v mb="$mbefore" -v ma="$mafter" \
+                -v lt="$lt" -v el=$(((t1 - t0) / 1000)) 'BEGIN {
+                split(b, B, " "); split(a, A, " "); split(wb, WB, " "); split(wa, WA, " "); split(lt, L, " ")
+                pu = (A[1] - B[1]) / hz; ps = (A[2] - B[2]) / hz; w = (WA[1] + WA[2] - WB[1] - WB[2]) / hz
+                l = L[1] + L[2]; other = (ma - mb) / hz - pu - ps - w - l; if (other < 0) other = 0
+                printf "%.0f %.3f %.3f %.2f %.2f %.2f %.2f %.2f %.1f %d %d\n", rps, p50, p99, (pu + ps) * 1e6 / n,
+                        pu * 1e6 / n, ps * 1e6 / n, w * 1e6 / n, l * 1e6 / n, other * 1e8 / el, n, err }')$'\n'
+}
+
+median_row() { # the per-column median of the rows given on stdin (errors and requests: the sum)
+        awk '{ for (i = 1; i <= NF; i++) v[i, NR] = $i; nf = NF } END {
+                for (i = 1; i <= nf; i++) {
+                        for (r = 1; r <= NR; r++) a[r] = v[i, r]
+                        for (r = 2; r <= NR; r++) { x = a[r]; for (k = r - 1; k >= 1 && a[k] > x; k--) a[k + 1] = a[k]; a[k + 1] = x }
+                        if (i >= 10) { s = 0; for (r = 1; r <= NR; r++) s += a[r]; m = s }
+                        else m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+                        printf "%s%s", m, i < nf ? " " : "\n"
+                } }'
+}
+
+echo "# proxy-compare: $(uname -r), $(nproc) cpus, $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# elastic-pool $(git -C "$bench_top" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$bench_top" diff --quiet HEAD -- daemon 2>/dev/null || echo ' +local changes') ($build), $(nginx -v 2>&1 | sed 's/^nginx version: //'), HAProxy $(haproxy -v | awk 'NR == 1 { print $3 }'), h2load $(h2load --version | awk '{ print $2 }')"
+echo "# behind every proxy: the same demo worker $sock (--threads 2), elastic-pool's reception, which"
+echo "#   takes all logged-out traffic ($n_workers worker(s) spawned); keep-alive HTTP/1.1 upstream over that Unix socket"
+if [[ $pin == 1 ]]; then
+        echo "# CPUs: proxy alone on CPU 0; load generator and worker on CPU 1 (taskset); nginx-auto unpinned"
+else
+        echo "# CPUs: nothing pinned (BENCH_PIN=0)"
+fi
+echo "# load: wrk -t$threads -c$conns -d${duration}s --latency (HTTP/1.1); h2load -c$h2_clients -m$h2_streams -t$threads -D$duration"
+echo "#   (h2c prior knowledge; p50/p99 from its --log-file); ${warmup}s warm-up before each; GET / (36-byte body); $rounds round(s)"
+
+for ((round = 1; round <= rounds; round++)); do
+        for proto in h1 h2; do
+                for name in "${names[@]}"; do
+                        [[ $proto == h1 ]] && port=${port_h1[$name]} || port=${port_h2[$name]}
+                        measure "$name" "$proto" "$port" "${ppids[$name]}" "${worker_pids[*]}"
+                done
+        done
+        measure direct h1 "$port_direct" "" "$direct_pid"
+done
+
+printf '\n%-12s %-5s %8s %7s %7s %10s %6s %6s %7s %6s %6s %9s %6s\n' proxy proto "req/s" "p50 ms" "p99 ms" \
+        "cpu us/req" user sys worker load other% requests errors
+declare -A med
+for proto in h1 h2; do
+        for name in "${names[@]}" direct; do
+                [[ -n ${res[$name/$proto]:-} ]] || continue
+                med[$name/$proto]=$(printf '%s' "${res[$name/$proto]}" | median_row)
+                read -r rps p50 p99 cpu u s w l o n err <<<"${med[$name/$proto]}"
+                [[ $name == direct ]] && cpu=- u=- s=-
+                mark=""
+                awk -v o="$o" 'BEGIN { exit !(o > 5) }' && mark="!"
+                printf '%-12s %-5s %8s %7s %7s %10s %6s %6s %7s %6s %6s %9s %6s\n' "$name" "$proto" "$rps" "$p50" "$p99" \
+                        "$cpu" "$u" "$s" "$w" "$l" "$o$mark" "$n" "$err"
+        done
+done
+
+echo
+echo "# ratios: elastic-pool / the best single-core peer (nginx worker_processes 1, HAProxy nbthread 1)"
+echo "#   goals: req/s >= 1.00x and p99 <= 1.20x (issue 4); CPU per request < 1.00x (the front end's claim)"
+for proto in h1 h2; do
+        read -r e_rps _ e_p99 e_cpu _ <<<"${med[elastic-pool/$proto]}"
+        for name in nginx haproxy; do
+                read -r rps _ p99 cpu _ <<<"${med[$name/$proto]}"
+                echo "$name $rps $p99 $cpu"
+        done | awk -v proto="$proto" -v er="$e_rps" -v ep="$e_p99" -v ec="$e_cpu" '
+                { if ($2 > br) { br = $2; brn = $1 } if (bp == "" || $3 < bp) { bp = $3; bpn = $1 }
+                  if (bc == "" || $4 < bc) { bc = $4; bcn = $1 } }
+                END { printf "%-3s req/s %.2fx (best: %s %d)   p99 %.2fx (best: %s %.3f ms)   cpu/req %.2fx (best: %s %.2f us)\n",
+                        proto, er / br, brn, br, ep / bp, bpn, bp, ec / bc, bcn, bc }'
+done
+
+echo
+report_commander_log
+grep -hvE '^\s*$' "$work"/nginx-*/error.log 2>/dev/null | head -n 5 | sed 's/^/# nginx: /' || true
+grep -vE '^\s*$|^\[NOTICE\]' "$work/haproxy.out" | head -n 5 | sed 's/^/# haproxy: /' || true

@@ -1,0 +1,254 @@
+# shellcheck shell=bash disable=SC2034
+# SPDX-License-Identifier: MIT
+# (SC2034 is off: the variables set here are read by the scripts that source this file.)
+# Shared by bench/proxy-compare.sh and bench/profile-forward.sh (bash; source it after setting -euo
+# pipefail): a work directory and a fresh cgroup v2 parent that are always removed, elastic-pool with its
+# own demo worker(s), and nginx and HAProxy configured in front of the SAME worker socket.
+#
+# Inputs (set before sourcing, all optional): BENCH_WORKERS (1), BENCH_PIN (1), BENCH_PORT_BASE (18180),
+# BENCH_KEEP=DIR (copy logs and configurations there on exit), BENCH_CONNS (64: the upstream keep-alive
+# connections each peer may keep, as elastic-pool's upstream_connections default).
+
+bench_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+n_workers=${BENCH_WORKERS:-1}
+pin=${BENCH_PIN:-1}
+port_base=${BENCH_PORT_BASE:-18180}
+conns=${BENCH_CONNS:-64}
+
+bench_fail() {
+        echo "$(basename "$0"): $*" >&2
+        exit 1
+}
+
+[[ $(id -u) -eq 0 ]] || bench_fail "run as root (packages, cgroups)"
+
+# bench_build [BUILD_DIR]: installs the peers and sets $build, $commander, $worker.
+bench_build() {
+        "$bench_top/scripts/bootstrap.sh" --bench >/dev/null
+        build=${1:-$("$bench_top/scripts/build.sh")}
+        commander=$build/daemon/elastic-pool
+        worker=$build/sensor/demo/elastic-pool-demo-worker
+        local b c
+        for b in "$commander" "$worker"; do [[ -x $b ]] || bench_fail "no $b: build the tree first"; done
+        for c in nginx haproxy wrk h2load taskset ss curl; do command -v "$c" >/dev/null || bench_fail "$c is missing"; done
+}
+
+if [[ $pin == 1 ]]; then
+        (($(nproc) >= 2)) || bench_fail "BENCH_PIN=1 needs 2 CPUs; set BENCH_PIN=0"
+        on_proxy=(taskset -c 0)
+        on_load=(taskset -c 1)
+else
+        on_proxy=()
+        on_load=()
+fi
+
+port_ep=$port_base
+port_ngx_h1=$((port_base + 1)) port_ngx_h2=$((port_base + 2))
+port_hap_h1=$((port_base + 3)) port_hap_h2=$((port_base + 4))
+port_ngxa_h1=$((port_base + 5)) port_ngxa_h2=$((port_base + 6))
+port_direct=$((port_base + 7))
+for p in $(seq "$port_base" $((port_base + 7))); do
+        ! ss -Hltn "sport = :$p" | grep -q . || bench_fail "port $p is taken (set BENCH_PORT_BASE)"
+done
+
+work=$(mktemp -d /tmp/ep-bench.XXXXXX)
+chmod 755 "$work" # nginx's and HAProxy's processes reach the worker socket below it
+cgroot=""
+for d in /sys/fs/cgroup/unified /sys/fs/cgroup; do
+        [[ $(stat -fc %T "$d" 2>/dev/null) == cgroup2fs ]] && { cgroot=$d; break; }
+done
+[[ -n $cgroot ]] || bench_fail "no cgroup v2 hierarchy"
+cg=$cgroot/ep-bench-$$
+bench_pids=()
+
+bench_cleanup() {
+        local rc=$? p
+        set +e
+        for p in "${bench_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+        for p in "${bench_pids[@]}"; do
+                for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
+                kill -KILL "$p" 2>/dev/null
+                wait "$p" 2>/dev/null
+        done
+        if [[ -d $cg ]]; then
+                echo 1 >"$cg/cgroup.kill" 2>/dev/null
+                for _ in $(seq 100); do grep -qs '^populated 0' "$cg/cgroup.events" && break; sleep 0.05; done
+                find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null
+                [[ -d $cg ]] && echo "warning: could not remove $cg" >&2
+        fi
+        if [[ -n ${BENCH_KEEP:-} ]]; then
+                mkdir -p "$BENCH_KEEP" && cp -r "$work/." "$BENCH_KEEP/" 2>/dev/null
+                echo "# logs and configurations kept in $BENCH_KEEP"
+        fi
+        rm -rf "$work"
+        exit $rc
+}
+trap bench_cleanup EXIT
+trap 'exit 1' INT TERM
+
+mkdir "$cg"
+for c in $(cat "$cgroot/cgroup.subtree_control" 2>/dev/null); do
+        echo "+$c" >"$cg/cgroup.subtree_control" 2>/dev/null || true
+done
+
+wait_for() { # wait_for SECONDS COMMAND...: polls every 50 ms
+        local deadline=$((SECONDS + $1))
+        shift
+        until "$@" 2>/dev/null; do
+                ((SECONDS < deadline)) || return 1
+                sleep 0.05
+        done
+}
+listening() { ss -Hltn "sport = :$1" | grep -q .; }
+bg() { # bg LOG COMMAND...: starts it, sets $last_pid, remembers it for cleanup
+        local log=$1
+        shift
+        "$@" >"$log" 2>&1 &
+        last_pid=$!
+        bench_pids+=("$last_pid")
+}
+# A process and its children (nginx's master and workers), space-separated.
+proc_tree() {
+        # shellcheck disable=SC2046 # one PID a word
+        echo "$1" $(pgrep -P "$1" || true)
+}
+# "utime stime" summed over the given PIDs, in clock ticks (CLK_TCK).
+cpu_ticks() {
+        local p
+        for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null; done | sed 's/^.*) //' |
+                awk '{ u += $12; s += $13 } END { print u + 0, s + 0 }'
+}
+# Process time of the whole machine (user nice system; softirq and irq are not charged to processes),
+# in clock ticks, from /proc/stat.
+machine_busy() {
+        awk '$1 == "cpu" { print $2 + $3 + $4 }' /proc/stat
+}
+
+# Starts elastic-pool (on the proxy CPU, in the run's cgroup); sets ep_pid, sock (the reception's
+# socket) and worker_pids (pinned to the load CPU with BENCH_PIN=1).
+start_elastic_pool() {
+        cat >"$work/ep.conf" <<EOF
+[worker]
+exec = $worker --threads 2
+[pool]
+backend = cgroup
+min_workers = $n_workers
+max_workers = $n_workers
+[frontend]
+listen = 127.0.0.1:$port_ep
+EOF
+        bg "$work/elastic-pool.log" "${on_proxy[@]}" bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" \
+                "$commander" --group bench --config "$work/ep.conf" --runtime-dir "$work/run" --state-dir "$work/state"
+        ep_pid=$last_pid
+        wait_for 30 grep -q "Ready: $n_workers workers routable" "$work/elastic-pool.log" ||
+                { tail -n 20 "$work/elastic-pool.log" >&2; bench_fail "elastic-pool did not become ready"; }
+        local status_lines
+        mapfile -t status_lines < <(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+ws=d["workers"]; print([w for w in ws if w["reception"]][0]["socket"]); print(" ".join(str(w["pid"]) for w in ws))' \
+                "$work/run/status.json")
+        sock=${status_lines[0]}
+        read -ra worker_pids <<<"${status_lines[1]}"
+        local p
+        if [[ $pin == 1 ]]; then
+                for p in "${worker_pids[@]}"; do taskset -apc 1 "$p" >/dev/null; done
+        fi
+}
+
+# start_nginx NAME WORKER_PROCESSES H1_PORT H2_PORT [pin|float]: sets ngx_pid.
+start_nginx() {
+        local name=$1 dir=$work/$1
+        mkdir -p "$dir"
+        cat >"$dir.conf" <<EOF
+worker_processes $2;
+user root;
+daemon off;
+master_process on;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 4096; }
+http {
+        access_log off;
+        client_body_temp_path $dir/body;
+        proxy_temp_path $dir/proxy;
+        fastcgi_temp_path $dir/fastcgi;
+        uwsgi_temp_path $dir/uwsgi;
+        scgi_temp_path $dir/scgi;
+        keepalive_requests 100000000;
+        keepalive_timeout 60s;
+        upstream workers {
+                server unix:$sock;
+                keepalive $conns;
+                keepalive_requests 100000000;
+        }
+        server {
+                listen 127.0.0.1:$3;
+                listen 127.0.0.1:$4 http2;
+                location / {
+                        proxy_pass http://workers;
+                        proxy_http_version 1.1;
+                        proxy_set_header Connection "";
+                        proxy_set_header X-Forwarded-For \$remote_addr;
+                        proxy_set_header X-Forwarded-Proto \$scheme;
+                        proxy_set_header X-Request-Id \$request_id;
+                }
+        }
+}
+EOF
+        local cpu=("${on_proxy[@]}")
+        [[ ${5:-pin} == pin ]] || cpu=()
+        bg "$dir.out" "${cpu[@]}" nginx -p "$dir" -e "$dir/error.log" -c "$dir.conf"
+        ngx_pid=$last_pid
+        wait_for 10 listening "$4" || { cat "$dir/error.log" "$dir.out" >&2; bench_fail "nginx ($name) did not start"; }
+}
+
+# start_haproxy H1_PORT H2_PORT: sets hap_pid.
+start_haproxy() {
+        cat >"$work/haproxy.cfg" <<EOF
+global
+        nbthread 1
+        maxconn 4096
+defaults
+        mode http
+        timeout connect 5s
+        timeout client 60s
+        timeout server 60s
+        option http-keep-alive
+        http-reuse always
+frontend fe
+        bind 127.0.0.1:$1
+        bind 127.0.0.1:$2 proto h2
+        option forwardfor
+        unique-id-format %{+X}o%ci%cp%fi%fp%Ts%rt%pid
+        http-request set-header X-Request-Id %[unique-id]
+        http-request set-header X-Forwarded-Proto http
+        default_backend workers
+backend workers
+        server w unix@$sock
+EOF
+        bg "$work/haproxy.out" "${on_proxy[@]}" haproxy -db -f "$work/haproxy.cfg"
+        hap_pid=$last_pid
+        wait_for 10 listening "$2" || { cat "$work/haproxy.out" >&2; bench_fail "HAProxy did not start"; }
+}
+
+# The no-proxy ceiling: a second demo worker on TCP, on the load generator's CPU; sets direct_pid.
+start_direct() {
+        bg "$work/direct-worker.log" "${on_load[@]}" "$worker" --listen "127.0.0.1:$port_direct" --threads 2
+        direct_pid=$last_pid
+        wait_for 10 listening "$port_direct" || bench_fail "the direct worker did not start"
+}
+
+# check_get PORT [--http2-prior-knowledge]: GET / answers the demo worker's body.
+check_get() {
+        local body
+        body=$(curl -sf ${2:+"$2"} "http://127.0.0.1:$1/") || bench_fail "GET / on port $1 ${2:-} failed"
+        [[ $body == "Hello from elastic-pool-demo-worker" ]] || bench_fail "port $1 answered '$body'"
+}
+
+# Warnings and errors elastic-pool logged, for the closing lines of a run.
+report_commander_log() {
+        local warn
+        kill -0 "$ep_pid" 2>/dev/null || echo "# elastic-pool DIED during the run"
+        warn=$(grep -cE 'WARNING: |ERROR: |CRIT: |ALERT: |EMERG: ' "$work/elastic-pool.log" || true)
+        echo "# elastic-pool log: $warn warning/error lines during the run$( ((warn > 0)) && echo '; the first ones:')"
+        grep -E 'WARNING: |ERROR: |CRIT: |ALERT: |EMERG: ' "$work/elastic-pool.log" | head -n 10 | sed 's/^/#   /' || true
+}
