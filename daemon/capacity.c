@@ -43,7 +43,7 @@ void manager_policy_input(Manager *m, PolicyInput *ret) {
                         .routable = w->state == WORKER_ROUTABLE || w->state == WORKER_DRAINING,
                         .retiring = w->state == WORKER_DRAINING,
                         .occupancy = w->occupancy.value,
-                        .users = w->users,
+                        .users = manager_worker_users(m, w),
                 };
                 p->freshness = pool_worker_freshness(m, w, now, &p->since);
                 if (p->freshness == FRESHNESS_MISSING)
@@ -94,7 +94,7 @@ static char *format_inputs(const Manager *m) {
                         else
                                 fprintf(f, "%s%s=-", c > 0 ? " " : "", component_to_string(c));
                 }
-                fprintf(f, " users=%u %s]", w->users, worker_state_to_string(w->state));
+                fprintf(f, " users=%u %s]", manager_worker_users(m, w), worker_state_to_string(w->state));
         }
         if (fclose(f) != 0)
                 return NULL;
@@ -110,14 +110,15 @@ static void format_ledger(const Ledger *l, const PolicyParams *p, char *buf, siz
 static void journal_decision(Manager *m, int level, const char *message_id, const char *event, const char *what,
                              const Decision *d) {
         _cleanup_free_ char *inputs = format_inputs(m), *extra = NULL;
+        const char *reason = startswith(d->reason, "held: ") ?: d->reason;
         char ledger[160];
 
         format_ledger(&d->ledger, &m->policy, ledger, sizeof ledger);
         if (asprintf(&extra, "EP_DECISION=%s\nEP_INPUTS=%s\nEP_LEDGER=%s\nEP_REASON=%s",
-                     decision_kind_to_string(d->kind), strempty(inputs), ledger, d->reason) < 0)
+                     decision_kind_to_string(d->kind), strempty(inputs), ledger, reason) < 0)
                 extra = NULL;
         log_struct(level, LOG_FIELDS(.message_id = message_id, .event = event, .worker = MAX(d->worker, 0), .extra = extra),
-                   "%s: %s | inputs: %s | ledger: %s", what, d->reason, strempty(inputs), ledger);
+                   "%s: %s | inputs: %s | ledger: %s", what, reason, strempty(inputs), ledger);
 }
 
 /* Holds are journaled when they begin or change, not on every report that confirms them. A WAIT (a spawn
@@ -317,7 +318,8 @@ void manager_summary_account(Manager *m, Worker *w, usec_t now) {
                 return;
         w->summary_share = share_of(m, w, now, &stale_at);
         summary_add(&m->summary, w, &w->summary_share);
-        /* its deadline only moved later, so recheck_at stays a safe lower bound */
+        /* a worker that was stale or incomplete may be fresh again: its deadline joins the others */
+        m->summary.recheck_at = MIN(m->summary.recheck_at, stale_at);
 }
 
 /* Provably NONE from the summary alone, on the decision that held last time: the common report in a

@@ -126,6 +126,8 @@ bool cgroup_has_controller(int dir_fd, const char *controller) {
         char buf[512];
         size_t len = strlen(controller);
 
+        if (len == 0) /* strstr() would match "" everywhere without ever advancing */
+                return false;
         if (read_string_at(dir_fd, "cgroup.controllers", buf, sizeof buf) < 0)
                 return false;
         for (const char *p = buf; (p = strstr(p, controller)); p += len)

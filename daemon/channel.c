@@ -131,26 +131,28 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 
 int channel_new(sd_event *event, int fd, size_t max_frame, const ChannelCallbacks *cb, void *userdata,
                 Channel **ret) {
+        _cleanup_close_ int owned = fd; /* ours from here on, also when we fail */
         _cleanup_free_ Channel *c = NULL;
         int r;
 
         c = calloc(1, sizeof *c);
         if (!c)
                 return -ENOMEM;
-        c->fd = fd;
+        c->fd = -EBADF;
         c->max_frame = max_frame > 0 ? max_frame : FRAME_MAX_SIZE_DEFAULT;
         c->cb = *cb;
         c->userdata = userdata;
         frame_decoder_init(&c->decoder, c->max_frame);
         frame_outbox_init(&c->outbox, CHANNEL_OUTBOX_LIMIT);
 
-        r = fd_set_nonblock(fd, true);
+        r = fd_set_nonblock(owned, true);
         if (r < 0)
                 return r;
-        r = sd_event_add_io(event, &c->io, fd, EPOLLIN, on_io, c);
+        r = sd_event_add_io(event, &c->io, owned, EPOLLIN, on_io, c);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(c->io, "channel");
+        c->fd = TAKE_FD(owned);
         c->open = true;
         *ret = TAKE_PTR(c);
         return 0;

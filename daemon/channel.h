@@ -20,7 +20,7 @@ typedef struct ChannelCallbacks {
         void (*on_close)(Channel *c, int error, const char *reason, void *userdata);
 } ChannelCallbacks;
 
-/* Takes ownership of fd (made non-blocking). 0 or -errno. */
+/* Takes ownership of fd (made non-blocking), also on failure, when it is closed. 0 or -errno. */
 int channel_new(sd_event *event, int fd, size_t max_frame, const ChannelCallbacks *cb, void *userdata,
                 Channel **ret);
 Channel *channel_free(Channel *c);

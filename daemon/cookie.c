@@ -13,9 +13,17 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fd-util.h"
 #include "macro.h"
 
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* Unpadded base64url length of n bytes. */
+#define B64URL_LENGTH(n) ((n) / 3 * 4 + ((n) % 3 == 0 ? 0 : (n) % 3 + 1))
+/* cookie_sign() writes into COOKIE_VALUE_MAX bytes: the longest value (a COOKIE_USER_MAX user, a 20-digit
+ * expiry) must fit, NUL included */
+_Static_assert(B64URL_LENGTH(COOKIE_USER_MAX) + 1 + 20 + 1 + B64URL_LENGTH(32) + 1 <= COOKIE_VALUE_MAX,
+               "COOKIE_VALUE_MAX cannot hold the longest cookie");
 
 static size_t b64url_encode(const uint8_t *in, size_t n, char *out) {
         size_t o = 0;
@@ -41,7 +49,9 @@ static int b64url_value(char c) {
         return p ? (int) (p - b64url) : -1;
 }
 
-/* Unpadded base64url; -EBADMSG on a bad character or length. Returns the decoded length. */
+/* Unpadded base64url; -EBADMSG on a bad character or length, or on a last character with bits set that
+ * encode nothing (each value has one spelling, so a signed cookie cannot be re-spelled into another
+ * accepted one). Returns the decoded length. */
 static int b64url_decode(const char *in, size_t n, uint8_t *out, size_t size) {
         size_t o = 0;
         uint32_t acc = 0;
@@ -62,26 +72,35 @@ static int b64url_decode(const char *in, size_t n, uint8_t *out, size_t size) {
                         out[o++] = (uint8_t) (acc >> bits);
                 }
         }
+        if (bits > 0 && (acc & ((1U << bits) - 1)) != 0)
+                return -EBADMSG;
         return (int) o;
 }
 
 int cookie_key_load(const char *state_dir, CookieKey *ret) {
         _cleanup_free_ char *path = NULL;
         _cleanup_close_ int fd = -EBADF;
+        uint8_t key[COOKIE_KEY_SIZE + 1];
         ssize_t n;
 
         if (asprintf(&path, "%s/cookie.key", state_dir) < 0)
                 return -ENOMEM;
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd >= 0) {
-                n = read(fd, ret->key, sizeof ret->key);
+                /* one byte more than a key: a longer file is as wrong as a shorter one */
+                n = pread_string(fd, (char *) key, sizeof key);
+                if (n == -EFBIG)
+                        return -EBADMSG;
                 if (n < 0)
-                        return -errno;
-                return n == sizeof ret->key ? 0 : -EBADMSG;
+                        return (int) n;
+                if (n != COOKIE_KEY_SIZE)
+                        return -EBADMSG;
+                memcpy(ret->key, key, sizeof ret->key);
+                return 0;
         }
         if (errno != ENOENT)
                 return -errno;
-        if (getrandom(ret->key, sizeof ret->key, 0) != sizeof ret->key)
+        if (getrandom(key, COOKIE_KEY_SIZE, 0) != COOKIE_KEY_SIZE)
                 return -EIO;
         /* O_EXCL: a second commander racing us must not get a different key */
         fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -90,11 +109,13 @@ int cookie_key_load(const char *state_dir, CookieKey *ret) {
                         return cookie_key_load(state_dir, ret);
                 return -errno;
         }
-        n = write(fd, ret->key, sizeof ret->key);
-        if (n != sizeof ret->key || fsync(fd) < 0) {
+        n = write(fd, key, COOKIE_KEY_SIZE);
+        if (n != COOKIE_KEY_SIZE || fsync(fd) < 0) {
+                int r = n < 0 || n == COOKIE_KEY_SIZE ? -errno : -EIO;
                 (void) unlink(path);
-                return n < 0 ? -errno : -EIO;
+                return r;
         }
+        memcpy(ret->key, key, sizeof ret->key);
         return 0;
 }
 
@@ -143,7 +164,7 @@ int cookie_verify(const CookieKey *k, const char *value, size_t len, uint64_t no
         if (!dot2 || dot2 == dot1 + 1)
                 return -EBADMSG;
         for (const char *p = dot1 + 1; p < dot2; p++) {
-                if (*p < '0' || *p > '9' || expiry > UINT64_MAX / 10)
+                if (*p < '0' || *p > '9' || expiry > (UINT64_MAX - (uint64_t) (*p - '0')) / 10)
                         return -EBADMSG;
                 expiry = expiry * 10 + (uint64_t) (*p - '0');
         }

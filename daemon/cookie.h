@@ -13,8 +13,8 @@
 #define COOKIE_KEY_SIZE 32
 #define COOKIE_NAME "ep_user"
 #define COOKIE_USER_MAX 256
-/* base64url(256) + '.' + 20 digits + '.' + base64url(32) + NUL */
-#define COOKIE_VALUE_MAX 400
+/* base64url(256) = 342 + '.' + 20 digits + '.' + base64url(32) = 43 + NUL */
+#define COOKIE_VALUE_MAX 408
 
 typedef struct CookieKey {
         uint8_t key[COOKIE_KEY_SIZE];
@@ -24,8 +24,9 @@ typedef struct CookieKey {
  * -EBADMSG when the file exists with the wrong size, -errno otherwise. */
 int cookie_key_load(const char *state_dir, CookieKey *ret);
 
-/* Writes the cookie value for user, valid until expires_at (seconds since the epoch), into buf.
- * Returns the length, -EINVAL for an empty or over-long user, -ENOBUFS when buf is too small. */
+/* Writes the cookie value for user, valid until expires_at (seconds since the epoch), into buf (at least
+ * COOKIE_VALUE_MAX bytes). Returns the length, -EINVAL for an empty or over-long user, -ENOBUFS when buf
+ * is too small. */
 int cookie_sign(const CookieKey *k, const char *user, uint64_t expires_at, char *buf, size_t size);
 
 /* Checks a cookie value. 0 with the user copied into ret_user (NUL-terminated, ret_size >=

@@ -533,7 +533,8 @@ void forward_conn_start(Connection *c) {
 }
 
 /* A reused keep-alive connection died before any response byte and the request is still whole in our
- * buffer: the worker closed it while idle, or as we wrote. Replay once on a fresh connection. */
+ * buffer: the worker closed it while idle, or as we wrote. Replay once on a fresh connection (when
+ * conn_replay_safe() says so). */
 static void conn_retry(Connection *c) {
         ForwardPool *p = c->up.pool;
         int r;
@@ -559,13 +560,29 @@ static void conn_retry(Connection *c) {
                                   forward_errstr(r));
 }
 
+/* Sending the request again cannot repeat an effect (RFC 9110 9.2.2): the worker got none of it, or its
+ * method is idempotent. A worker that read a POST whole and then closed may have acted on it, so that
+ * one is answered 502, never replayed (nginx's and Go's rule). */
+static bool conn_replay_safe(const Connection *c) {
+        static const char *const idempotent[] = { "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE" };
+        const RequestHead *h = &c->up.x->req;
+
+        if (c->out_off == 0) /* a retained request's out_off is what the socket took of it */
+                return true;
+        for (size_t i = 0; i < ELEMENTSOF(idempotent); i++)
+                if (h->method_len == strlen(idempotent[i]) &&
+                    memcmp(h->method, idempotent[i], h->method_len) == 0)
+                        return true;
+        return false;
+}
+
 /* The socket died (error or EOF) with the exchange on it. */
 void forward_conn_lost(Connection *c, int error, const char *what) {
         if (!c->up.x) {
                 forward_conn_discard(c);
                 return;
         }
-        if (!c->response_started && c->reused && c->retain && !c->retried) {
+        if (!c->response_started && c->reused && c->retain && !c->retried && conn_replay_safe(c)) {
                 conn_retry(c);
                 return;
         }

@@ -26,7 +26,8 @@
 #define FORWARD_RESPONSE_HEAD_MAX (64U * 1024U)
 /* A request whose head and body together stay under this is kept whole in the connection buffer until
  * the first response byte, so that it can be replayed on a fresh connection when a reused one turns out
- * to have been closed by the worker. */
+ * to have been closed by the worker (only when that cannot repeat an effect: an idempotent method, or none
+ * of it was written). */
 #define FORWARD_REPLAY_MAX (64U * 1024U)
 /* A request with a known body length up to this is sent with its head in one write once the body is
  * complete, instead of the head first and the body in separate writes. */

@@ -17,6 +17,7 @@ typedef struct Listener {
         int fd;
         sd_event_source *io;
         char *address; /* for logs */
+        bool ours;     /* opened from listen=, not handed over by systemd (which keeps its own copy) */
 } Listener;
 
 struct Frontend {

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "path-util.h"
 #include "fd-util.h"
 #include "forward.h"
 #include "frontend-manager.h"
@@ -30,7 +32,9 @@
 #define SWEEP_INTERVAL (60 * USEC_PER_SEC)
 #define SWEEP_MAX_AGE (3600 * USEC_PER_SEC)
 #define CLIENT_ERRORS_PER_SECOND 20U
-#define UPSTREAM_QUEUE_MAX 1024U
+/* Requests waiting for a free connection to one worker. Every guest goes to the reception, so one h2
+ * client with many streams can queue thousands there; each waits with a few hundred bytes of state. */
+#define UPSTREAM_QUEUE_MAX 16384U
 
 sd_event *frontend_event(Frontend *fe) {
         return fe->event;
@@ -102,42 +106,81 @@ void frontend_connection_unregister(Frontend *fe, FrontendConnection *c) {
 
 /* ---- listeners ---- */
 
+/* Accepts one connection from a listener. 1 when one was taken (or refused past max_connections), 0 when
+ * none is waiting or accept() failed (logged). */
+static int accept_one(Frontend *fe, int fd) {
+        struct sockaddr_storage peer = {};
+        socklen_t len = sizeof peer;
+        int c = accept4(fd, (struct sockaddr *) &peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (c < 0) {
+                if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+                        return 0;
+                if (errno == EMFILE || errno == ENFILE) {
+                        frontend_log_client_error(fe, "accept() failed: %s (raise LimitNOFILE=)",
+                                                  strerror(errno));
+                        return 0;
+                }
+                log_warning_errno(errno, "accept() failed: %m");
+                return 0;
+        }
+        if (fe->n_connections >= fe->config->max_connections) {
+                fe->rejected_connections++;
+                frontend_log_client_error(fe, "Refused a connection: max_connections=%u reached",
+                                          fe->config->max_connections);
+                safe_close(c);
+                return 1;
+        }
+        if (peer.ss_family == AF_INET || peer.ss_family == AF_INET6)
+                (void) setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &(int) { 1 }, sizeof(int));
+        if (frontend_h1_accept(fe, c, &peer) < 0)
+                frontend_log_client_error(fe, "Failed to set up a client connection");
+        return 1;
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Frontend *fe = userdata;
 
         /* bounded, so one busy listener does not starve the rest of the loop */
-        for (int i = 0; i < 64; i++) {
-                struct sockaddr_storage peer = {};
-                socklen_t len = sizeof peer;
-                int c = accept4(fd, (struct sockaddr *) &peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-                if (c < 0) {
-                        if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
-                                return 0;
-                        if (errno == EMFILE || errno == ENFILE) {
-                                frontend_log_client_error(fe, "accept() failed: %s (raise LimitNOFILE=)",
-                                                          strerror(errno));
-                                return 0;
-                        }
-                        log_warning_errno(errno, "accept() failed: %m");
-                        return 0;
-                }
-                if (fe->n_connections >= fe->config->max_connections) {
-                        fe->rejected_connections++;
-                        frontend_log_client_error(fe, "Refused a connection: max_connections=%u reached",
-                                                  fe->config->max_connections);
-                        safe_close(c);
-                        continue;
-                }
-                if (peer.ss_family == AF_INET || peer.ss_family == AF_INET6)
-                        (void) setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &(int) { 1 }, sizeof(int));
-                if (frontend_h1_accept(fe, c, &peer) < 0)
-                        frontend_log_client_error(fe, "Failed to set up a client connection");
-        }
+        for (int i = 0; i < 64; i++)
+                if (accept_one(fe, fd) == 0)
+                        break;
         return 0;
 }
 
-static int add_listener(Frontend *fe, int fd, const char *address) {
+/* Connections the kernel completed but we did not accept yet are reset by close(): to their clients they
+ * were accepted, and a request may already wait in them. So at shutdown a filter goes on each listener
+ * first that drops new SYNs (a connect in the gap is retransmitted a second later and then refused by the
+ * kernel, as if it came after the close) but lets the ACKs of handshakes under way complete them; then
+ * the queue is taken in, and those connections are served like every other one (Connection: close).
+ * A socket filter on a TCP socket sees the packet from its TCP header: the flags are byte 13. Sockets
+ * from systemd are left alone: systemd keeps them, and what waits in them is for our next instance. */
+static void accept_backlog(Frontend *fe) {
+        struct sock_filter syn_drop[] = {
+                BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),
+                BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x12),          /* SYN | ACK */
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x02, 0, 1),    /* SYN alone: a new connection */
+                BPF_STMT(BPF_RET | BPF_K, 0),
+                BPF_STMT(BPF_RET | BPF_K, UINT32_MAX),
+        };
+        struct sock_fprog prog = { .len = ELEMENTSOF(syn_drop), .filter = syn_drop };
+        unsigned n = 0;
+
+        for (size_t i = 0; i < fe->n_listeners; i++) {
+                Listener *l = &fe->listeners[i];
+
+                if (!l->ours)
+                        continue;
+                if (setsockopt(l->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) < 0)
+                        log_debug_errno(errno, "Cannot stop new handshakes on %s, ignoring: %m", l->address);
+                while (accept_one(fe, l->fd) > 0)
+                        n++;
+        }
+        if (n > 0)
+                log_debug("Took %u queued connections in before closing the listeners", n);
+}
+
+static int add_listener(Frontend *fe, int fd, const char *address, bool ours) {
         Listener *l;
         Listener *a = reallocarray(fe->listeners, fe->n_listeners + 1, sizeof *a);
         int r;
@@ -146,7 +189,7 @@ static int add_listener(Frontend *fe, int fd, const char *address) {
                 return -ENOMEM;
         fe->listeners = a;
         l = &a[fe->n_listeners];
-        *l = (Listener) { .fd = fd, .address = strdup(address) };
+        *l = (Listener) { .fd = fd, .address = strdup(address), .ours = ours };
         r = sd_event_add_io(fe->event, &l->io, fd, EPOLLIN, on_accept, fe);
         if (r < 0)
                 return r;
@@ -167,15 +210,15 @@ static int open_listener(Frontend *fe, const char *address) {
         if (fd < 0)
                 return log_error_errno(errno, "Failed to create a socket for %s: %m", address);
         (void) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &(int) { 1 }, sizeof(int));
-        /* so a later version can run one front-end loop per core on the same address */
-        (void) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &(int) { 1 }, sizeof(int));
+        /* No SO_REUSEPORT until there is one front-end loop per core: with it, another commander (any
+         * group, same uid) could bind this address too and silently take half of its connections. */
         if (sa.ss_family == AF_INET6)
                 (void) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &(int) { 1 }, sizeof(int));
         if (bind(fd, (struct sockaddr *) &sa, len) < 0)
                 return log_error_errno(errno, "Failed to listen on %s: %m", address);
         if (listen(fd, LISTEN_BACKLOG) < 0)
                 return log_error_errno(errno, "Failed to listen on %s: %m", address);
-        r = add_listener(fe, fd, address);
+        r = add_listener(fe, fd, address, true);
         if (r < 0)
                 return r;
         TAKE_FD(fd);
@@ -200,7 +243,7 @@ static int take_systemd_sockets(Frontend *fe) {
                 if (r < 0)
                         return r;
                 snprintf(name, sizeof name, "systemd socket fd %d", fd);
-                r = add_listener(fe, fd, name);
+                r = add_listener(fe, fd, name, false);
                 if (r < 0)
                         return r;
                 log_info("Listening on %s (handed over by systemd)", name);
@@ -300,46 +343,7 @@ void frontend_fill_row(Frontend *fe, const Worker *w, Row *row) {
 /* ---- lifecycle ---- */
 
 int frontend_state_dir(const char *group, const char *override, char **ret) {
-        const char *e;
-        char *p = NULL;
-
-        if (override)
-                p = strdup(override);
-        else if ((e = getenv("STATE_DIRECTORY")) && *e)
-                p = strndup(e, strcspn(e, ":"));
-        else if (geteuid() == 0) {
-                if (asprintf(&p, "/var/lib/elastic-pool/%s", group) < 0)
-                        p = NULL;
-        } else if ((e = getenv("XDG_STATE_HOME")) && *e) {
-                if (asprintf(&p, "%s/elastic-pool/%s", e, group) < 0)
-                        p = NULL;
-        } else if ((e = getenv("HOME")) && *e) {
-                if (asprintf(&p, "%s/.local/state/elastic-pool/%s", e, group) < 0)
-                        p = NULL;
-        } else
-                return -ENXIO;
-        if (!p)
-                return -ENOMEM;
-        *ret = p;
-        return 0;
-}
-
-static int mkdir_p(const char *path, mode_t mode) {
-        _cleanup_free_ char *p = strdup(path);
-
-        if (!p)
-                return -ENOMEM;
-        for (char *s = p + 1; *s; s++) {
-                if (*s != '/')
-                        continue;
-                *s = 0;
-                if (mkdir(p, 0755) < 0 && errno != EEXIST)
-                        return -errno;
-                *s = '/';
-        }
-        if (mkdir(p, mode) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
+        return service_dir(override, "STATE_DIRECTORY", "/var/lib", "XDG_STATE_HOME", ".local/state", group, ret);
 }
 
 static int load_trusted(Frontend *fe) {
@@ -360,7 +364,9 @@ static int load_trusted(Frontend *fe) {
 
 static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata) {
         Frontend *fe = userdata;
-        unsigned n = surface_sweep(&fe->surface, usec, SWEEP_MAX_AGE);
+        /* the clock now, not the (coarse) time the timer was due: requests that began in between
+         * would otherwise look older than an hour */
+        unsigned n = surface_sweep(&fe->surface, now_usec(CLOCK_MONOTONIC), SWEEP_MAX_AGE);
 
         if (n > 0)
                 log_warning("Swept %u open-request entries older than an hour; an exchange leaked them", n);
@@ -387,7 +393,7 @@ int frontend_new(Manager *m, const FrontendOptions *o, Frontend **ret) {
                 log_error_errno(r, "No state directory for the cookie key: pass --state-dir");
                 goto fail;
         }
-        r = mkdir_p(fe->state_dir, 0700);
+        r = mkdir_parents(fe->state_dir, 0700);
         if (r >= 0)
                 r = cookie_key_load(fe->state_dir, &fe->cookie_key);
         if (r < 0) {
@@ -469,7 +475,9 @@ void frontend_begin_shutdown(Frontend *fe, void (*on_drained)(Frontend *fe)) {
                 return;
         fe->shutting_down = true;
         fe->on_drained = on_drained;
-        /* stop accepting first: whatever connects from now on is refused by the kernel, not dropped by us */
+        /* stop accepting first: whatever connects from now on is refused by the kernel, not dropped by us;
+         * what the kernel already completed is ours (accepted with shutting_down set: told at once) */
+        accept_backlog(fe);
         close_listeners(fe);
         log_info("Front end shutting down: %u client connections finish what they sent", fe->n_connections);
         for (FrontendConnection *c = fe->connections, *next; c; c = next) {

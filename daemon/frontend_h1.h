@@ -68,6 +68,51 @@ void h1_scan_init(H1Scan *s, size_t max_head, size_t max_line, unsigned max_fiel
 int h1_scan(H1Scan *s, const char *p, size_t n, size_t *ret_used, unsigned *ret_status,
             const char **ret_reason);
 
+/* ---- The chunked body pre-scan ------------------------------------------------------------------
+ * The same parser, non-strict, takes "5\r\nhelloXY" for a chunk (any two bytes for the CRLF after the
+ * data), a bare CR for the CRLF of a chunk line, and any byte at all in a chunk extension: a request a
+ * stricter peer in front of us would frame differently. So every byte of a chunked body passes this
+ * scanner before the parser sees it (RFC 9112 7.1): chunk-size [ BWS ";" ext ] CRLF, data, CRLF; then
+ * the trailer section. It checks framing only; the data bytes are skipped, never looked at. */
+
+typedef enum H1ChunkState {
+        H1_CHUNK_SIZE_START, /* the first hex digit of a chunk size */
+        H1_CHUNK_SIZE,
+        H1_CHUNK_SIZE_BWS, /* whitespace after the size: ";" or the line end may follow */
+        H1_CHUNK_EXT,      /* after ";": visible bytes, SP, HTAB and obs-text up to CR */
+        H1_CHUNK_LINE_CR,
+        H1_CHUNK_DATA,
+        H1_CHUNK_DATA_CR, /* the CRLF after a chunk's data */
+        H1_CHUNK_DATA_LF,
+        H1_CHUNK_TRAILER_START, /* a trailer field line, or the empty line that ends the body */
+        H1_CHUNK_TRAILER_NAME,
+        H1_CHUNK_TRAILER_VALUE,
+        H1_CHUNK_TRAILER_CR,
+        H1_CHUNK_END_CR,
+        H1_CHUNK_DONE,
+        _H1_CHUNK_STATE_MAX,
+        _H1_CHUNK_STATE_INVALID = -EINVAL,
+} H1ChunkState;
+
+typedef struct H1ChunkScan {
+        H1ChunkState state;
+        uint64_t remaining; /* data bytes of the current chunk not yet seen */
+        size_t line_bytes;  /* of the current chunk line */
+        size_t trailer_bytes;
+        size_t max_trailer; /* the trailer section may be as long as a head: max_header_size */
+} H1ChunkScan;
+
+/* A chunk line (size and extensions, without CRLF) may be at most this long. */
+#define H1_CHUNK_LINE_MAX 4096U
+
+void h1_chunk_scan_init(H1ChunkScan *s, size_t max_trailer);
+
+/* Scans the next n bytes of a chunked body. 0 when they are fine and the body goes on, 1 when it ended
+ * (*ret_used: up to and including the LF of the empty line after the trailers; the rest is the next
+ * request), or -EBADMSG with *ret_reason (static text; the answer is 400). *ret_used is set in every
+ * case (on error: the clean bytes before the offending one). */
+int h1_chunk_scan(H1ChunkScan *s, const char *p, size_t n, size_t *ret_used, const char **ret_reason);
+
 /* ---- Field value helpers (pure) ------------------------------------------------------------------ */
 
 /* Iterates a comma-separated list (#token, RFC 9110 5.6.1): on each call stores the next non-empty
@@ -184,6 +229,7 @@ typedef struct H1Connection {
         size_t fields_cap;
         RequestHead head;
         bool head_done, msg_complete, chunked, keep_alive;
+        H1ChunkScan chunk; /* a chunked body: [rpos, spos) is scanned, not yet parsed */
         uint64_t body_seen, body_announced;
         unsigned body_error; /* status set by a parser callback that failed on purpose */
 

@@ -168,6 +168,171 @@ int h1_scan(H1Scan *s, const char *p, size_t n, size_t *ret_used, unsigned *ret_
         return s->state == H1_SCAN_DONE ? 1 : 0;
 }
 
+#undef SCAN_FAIL
+
+void h1_chunk_scan_init(H1ChunkScan *s, size_t max_trailer) {
+        *s = (H1ChunkScan) { .state = H1_CHUNK_SIZE_START, .max_trailer = max_trailer };
+}
+
+static int hex_value(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+#define CHUNK_FAIL(reason)              \
+        do {                            \
+                *ret_used = i;          \
+                *ret_reason = (reason); \
+                return -EBADMSG;        \
+        } while (0)
+
+/* One byte of a chunk line; i is only for CHUNK_FAIL. */
+static int chunk_line_byte(H1ChunkScan *s, char c, unsigned k, size_t i, size_t *ret_used,
+                           const char **ret_reason) {
+        int v = hex_value(c);
+
+        if (k != K_CR && ++s->line_bytes > H1_CHUNK_LINE_MAX)
+                CHUNK_FAIL("chunk line too long");
+        switch (s->state) {
+        case H1_CHUNK_SIZE_START:
+                if (v < 0)
+                        CHUNK_FAIL("invalid chunk size");
+                s->remaining = (uint64_t) v;
+                s->state = H1_CHUNK_SIZE;
+                return 0;
+        case H1_CHUNK_SIZE:
+                if (v >= 0) {
+                        if (s->remaining > UINT64_MAX >> 4)
+                                CHUNK_FAIL("invalid chunk size");
+                        s->remaining = s->remaining << 4 | (uint64_t) v;
+                } else if (c == ';')
+                        s->state = H1_CHUNK_EXT;
+                else if (k == K_SP || k == K_HTAB)
+                        s->state = H1_CHUNK_SIZE_BWS;
+                else if (k == K_CR)
+                        s->state = H1_CHUNK_LINE_CR;
+                else
+                        CHUNK_FAIL("invalid chunk size");
+                return 0;
+        case H1_CHUNK_SIZE_BWS:
+                if (c == ';')
+                        s->state = H1_CHUNK_EXT;
+                else if (k == K_CR)
+                        s->state = H1_CHUNK_LINE_CR;
+                else if (k != K_SP && k != K_HTAB)
+                        CHUNK_FAIL("invalid chunk line");
+                return 0;
+        default: /* H1_CHUNK_EXT */
+                if (k == K_CR)
+                        s->state = H1_CHUNK_LINE_CR;
+                else if (k == K_LF)
+                        CHUNK_FAIL("bare LF in a chunk line");
+                else if (k == K_CTL || k == K_NUL || k == K_DEL)
+                        CHUNK_FAIL("control character in a chunk extension");
+                return 0;
+        }
+}
+
+/* One byte of the trailer section (field lines as in a head, then an empty line). */
+static int chunk_trailer_byte(H1ChunkScan *s, unsigned k, size_t i, size_t *ret_used,
+                              const char **ret_reason) {
+        if (++s->trailer_bytes > s->max_trailer)
+                CHUNK_FAIL("trailer section too long");
+        switch (s->state) {
+        case H1_CHUNK_TRAILER_START:
+                if (k == K_CR)
+                        s->state = H1_CHUNK_END_CR;
+                else if (k == K_TCHAR)
+                        s->state = H1_CHUNK_TRAILER_NAME;
+                else
+                        CHUNK_FAIL(k == K_SP || k == K_HTAB ? "obs-fold in the trailer section"
+                                                            : "invalid character in a trailer field name");
+                return 0;
+        case H1_CHUNK_TRAILER_NAME:
+                if (k == K_COLON)
+                        s->state = H1_CHUNK_TRAILER_VALUE;
+                else if (k != K_TCHAR)
+                        CHUNK_FAIL("invalid trailer field line");
+                return 0;
+        case H1_CHUNK_TRAILER_VALUE:
+                if (k == K_CR)
+                        s->state = H1_CHUNK_TRAILER_CR;
+                else if (k == K_LF || k == K_NUL || k == K_CTL || k == K_DEL)
+                        CHUNK_FAIL("control character in a trailer field");
+                return 0;
+        case H1_CHUNK_TRAILER_CR:
+                if (k != K_LF)
+                        CHUNK_FAIL("bare CR in the trailer section");
+                s->state = H1_CHUNK_TRAILER_START;
+                return 0;
+        default: /* H1_CHUNK_END_CR */
+                if (k != K_LF)
+                        CHUNK_FAIL("bare CR in the trailer section");
+                s->state = H1_CHUNK_DONE;
+                return 0;
+        }
+}
+
+int h1_chunk_scan(H1ChunkScan *s, const char *p, size_t n, size_t *ret_used, const char **ret_reason) {
+        size_t i = 0;
+        int r;
+
+        while (i < n && s->state != H1_CHUNK_DONE) {
+                unsigned k = char_class[(uint8_t) p[i]];
+
+                switch (s->state) {
+                case H1_CHUNK_DATA: {
+                        /* the data itself is not looked at: skip it */
+                        size_t skip = (size_t) MIN(s->remaining, (uint64_t) (n - i));
+                        i += skip;
+                        s->remaining -= skip;
+                        if (s->remaining == 0)
+                                s->state = H1_CHUNK_DATA_CR;
+                        continue;
+                }
+                case H1_CHUNK_LINE_CR:
+                        if (k != K_LF)
+                                CHUNK_FAIL("bare CR in a chunk line");
+                        s->line_bytes = 0;
+                        s->state = s->remaining > 0 ? H1_CHUNK_DATA : H1_CHUNK_TRAILER_START;
+                        break;
+                case H1_CHUNK_DATA_CR:
+                        if (k != K_CR)
+                                CHUNK_FAIL("chunk data not followed by CRLF");
+                        s->state = H1_CHUNK_DATA_LF;
+                        break;
+                case H1_CHUNK_DATA_LF:
+                        if (k != K_LF)
+                                CHUNK_FAIL("chunk data not followed by CRLF");
+                        s->state = H1_CHUNK_SIZE_START;
+                        break;
+                case H1_CHUNK_SIZE_START:
+                case H1_CHUNK_SIZE:
+                case H1_CHUNK_SIZE_BWS:
+                case H1_CHUNK_EXT:
+                        r = chunk_line_byte(s, p[i], k, i, ret_used, ret_reason);
+                        if (r < 0)
+                                return r;
+                        break;
+                default:
+                        r = chunk_trailer_byte(s, k, i, ret_used, ret_reason);
+                        if (r < 0)
+                                return r;
+                }
+                i++;
+        }
+
+        *ret_used = i;
+        return s->state == H1_CHUNK_DONE ? 1 : 0;
+}
+
+#undef CHUNK_FAIL
+
 static bool is_ows(char c) {
         return c == ' ' || c == '\t';
 }

@@ -495,6 +495,7 @@ int h1_head_build(H1Connection *c, unsigned *ret_status, const char **ret_reason
                 if (info.te_status != 0)
                         HEAD_FAIL(info.te_status, info.te_reason);
                 c->chunked = true;
+                h1_chunk_scan_init(&c->chunk, cfg->max_header_size);
                 h->has_body = true;
         } else if (info.n_content_length > 1)
                 HEAD_FAIL(400, "more than one Content-Length field");
@@ -692,17 +693,30 @@ static void request_complete(H1Connection *c) {
 /* Parses body bytes (or just the end of a bodyless request). 1 once the request is complete, 0 for more
  * input (or paused by flow control), -1 once failed. */
 int h1_feed_body(H1Connection *c) {
+        size_t end = c->rend, n;
         enum http_errno e;
-        size_t n;
 
         if (c->body_paused)
                 return 0;
+        if (c->chunked) {
+                /* the parser sees only what the chunk scanner passed */
+                const char *reason = NULL;
+                size_t used = 0;
+
+                if (c->spos < c->rend &&
+                    h1_chunk_scan(&c->chunk, c->rbuf + c->spos, c->rend - c->spos, &used, &reason) < 0) {
+                        h1_fail_request(c, 400, reason);
+                        return -1;
+                }
+                c->spos += used;
+                end = c->spos;
+        }
         if (HTTP_PARSER_ERRNO(&c->parser) == HPE_PAUSED)
                 http_parser_pause(&c->parser, 0);
-        if (c->rpos == c->rend)
+        if (c->rpos == end)
                 return 0;
         c->nesting++;
-        n = http_parser_execute(&c->parser, &h1_parser_settings, c->rbuf + c->rpos, c->rend - c->rpos);
+        n = http_parser_execute(&c->parser, &h1_parser_settings, c->rbuf + c->rpos, end - c->rpos);
         c->nesting--;
         if (c->closing)
                 return -1;
@@ -722,7 +736,14 @@ int h1_feed_body(H1Connection *c) {
 int h1_probe_chunked(H1Connection *c, unsigned *ret_status, const char **ret_reason) {
         http_parser probe = c->parser;
         H1Probe pr = {.max = c->config->max_body_size};
+        H1ChunkScan scan = c->chunk;
         enum http_errno e;
+        size_t used;
+
+        if (h1_chunk_scan(&scan, c->rbuf + c->spos, c->rend - c->spos, &used, ret_reason) < 0) {
+                *ret_status = 400;
+                return -EBADMSG;
+        }
 
         http_parser_pause(&probe, 0);
         probe.data = &pr;

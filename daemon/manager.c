@@ -14,6 +14,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "cleanup.h"
+#include "path-util.h"
 #include "frontend-manager.h"
 #include "journal-ids.h"
 #include "log.h"
@@ -25,45 +26,8 @@
 /* Beyond stop_timeout: SIGKILL went out, the kernel needs a moment to deliver deaths. */
 #define STOP_GRACE (5 * USEC_PER_SEC)
 
-static int mkdir_parents(const char *path, mode_t mode) {
-        _cleanup_free_ char *p = strdup(path);
-
-        if (!p)
-                return -ENOMEM;
-        for (char *s = p + 1; *s; s++) {
-                if (*s != '/')
-                        continue;
-                *s = 0;
-                if (mkdir(p, mode) < 0 && errno != EEXIST)
-                        return -errno;
-                *s = '/';
-        }
-        if (mkdir(p, mode) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
-}
-
 int manager_runtime_dir(const char *group, const char *override, char **ret) {
-        const char *e;
-        char *p;
-
-        if (override) {
-                p = strdup(override);
-        } else if ((e = getenv("RUNTIME_DIRECTORY")) && *e) {
-                /* systemd may list several, colon-separated; ours is the first */
-                p = strndup(e, strcspn(e, ":"));
-        } else if (geteuid() == 0) {
-                if (asprintf(&p, "/run/elastic-pool/%s", group) < 0)
-                        p = NULL;
-        } else if ((e = getenv("XDG_RUNTIME_DIR")) && *e) {
-                if (asprintf(&p, "%s/elastic-pool/%s", e, group) < 0)
-                        p = NULL;
-        } else
-                return -ENXIO;
-        if (!p)
-                return -ENOMEM;
-        *ret = p;
-        return 0;
+        return service_dir(override, "RUNTIME_DIRECTORY", "/run", "XDG_RUNTIME_DIR", NULL, group, ret);
 }
 
 /* --demo from a build tree: the bundled demo worker is not installed yet, but it sits beside us. */
@@ -374,6 +338,11 @@ void manager_stop(Manager *m, const char *why) {
                                        m->config.stop_timeout + STOP_GRACE, USEC_PER_MSEC, on_stop_deadline, m);
         if (r < 0)
                 (void) sd_event_exit(m->event, 1);
+}
+
+unsigned manager_worker_users(const Manager *m, const Worker *w) {
+        /* the surface is the one record of who lives where: never a copy to keep in sync */
+        return m->frontend ? surface_worker_users(&m->frontend->surface, w->id) : 0;
 }
 
 void manager_maybe_ready(Manager *m) {

@@ -71,6 +71,7 @@ typedef struct Manager {
 
         bool stopping;
         bool notified_ready;
+        bool warned_fork;     /* said once that clone3 is missing */
         char *stop_why;       /* set once a stop was asked for (the front end drains first) */
         int exit_code;
         sd_event_source *stop_deadline;
@@ -144,6 +145,9 @@ void manager_summary_account(Manager *m, Worker *w, usec_t now);
 /* Builds the PolicyInput of the current pool (routable and in-flight workers); valid until the next
  * call. */
 void manager_policy_input(Manager *m, PolicyInput *ret);
+
+/* Logged-in users placed on w, from the front end's surface (0 without a front end). */
+unsigned manager_worker_users(const Manager *m, const Worker *w);
 
 /* Rewrites <runtime dir>/status.json now (also done every second, and on every change of the pool). */
 void manager_write_status(Manager *m);

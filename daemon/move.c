@@ -213,14 +213,15 @@ static void on_install_result(Frontend *fe, Worker *w, const ElasticPool__Instal
                 abort_move(mv, "out of memory");
                 return;
         }
-        finish(mv, true, "done");
-        /* A keeps no copy: the user lives on B from now on */
+        /* A keeps no copy: the user lives on B from now on. Before finish(): the held requests it
+         * releases may find B unroutable and forget u, so u is not to be touched after it. */
         drop.has_move_id = true;
         drop.move_id = id;
         drop.user = u->name;
         f.body_case = ELASTIC_POOL__FRAME__BODY_DROP;
         f.drop = &drop;
         (void) send_frame(fe, from, &f);
+        finish(mv, true, "done");
 }
 
 void move_on_frame(Frontend *fe, Worker *w, const Frame *f) {

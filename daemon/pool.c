@@ -34,8 +34,16 @@ static void set_state(Worker *w, WorkerState state) {
         w->manager->summary.valid = false;
 }
 
+/* A sensor may tick slower than we asked (a wrapper started with its own --interval), but not slower
+ * than this: past it, a silent worker would never read as stale. */
+#define SENSOR_INTERVAL_MAX (3600 * USEC_PER_SEC)
+
 usec_t pool_stale_horizon(const Manager *m, const Worker *w) {
-        usec_t interval = MAX(m->config.occupancy_interval, w->sensor_interval);
+        usec_t interval = MAX(m->config.occupancy_interval, MIN(w->sensor_interval, SENSOR_INTERVAL_MAX));
+
+        /* saturating: a wrapped product would call every worker stale at once */
+        if (interval > USEC_INFINITY / MAX(m->config.stale_after, 1U))
+                return USEC_INFINITY;
         return interval * m->config.stale_after;
 }
 
@@ -95,9 +103,9 @@ static void spawn_failed(Manager *m, Worker *w, const char *what) {
         if (m->spawn_failures >= SPAWN_FAILURES_MAX) {
                 m->spawn_given_up = true;
                 log_struct(LOG_CRIT, LOG_FIELDS(.message_id = MESSAGE_ID_SPAWN_GAVE_UP, .event = "spawn-gave-up"),
-                           "Stopped spawning workers after %u consecutive failed spawns (last: %s). Fix [worker] exec "
-                           "in %s and restart the commander.",
-                           m->spawn_failures, what, strna(m->config.path));
+                           "Stopped spawning workers after %u consecutive failed spawns (last: %s). Fix the cause "
+                           "([worker] exec in %s, or the host) and restart the commander.",
+                           m->spawn_failures, what, m->config.path ? m->config.path : "the built-in defaults");
                 return;
         }
         backoff = SPAWN_BACKOFF_FIRST << (m->spawn_failures - 1);
@@ -288,7 +296,12 @@ int pool_spawn(Manager *m, const char *reason) {
         r = spawn_worker(&req, &res);
         free_env(env);
         if (r < 0) {
-                log_error_errno(r, "Failed to start worker w%u (%s): %m", w->id, m->config.exec[0]);
+                char what[256];
+                /* a spawn that cannot even begin is a failed spawn too: the throttle backs off and,
+                 * past its limit, stops and says why */
+                snprintf(what, sizeof what, "cannot create its process: %s", strerror(-r));
+                m->next_worker_id++;
+                spawn_failed(m, w, what);
                 goto fail;
         }
         w->pid = res.pid;
@@ -297,7 +310,11 @@ int pool_spawn(Manager *m, const char *reason) {
         w->exec_error_fd = res.exec_error_fd;
         m->next_worker_id++;
         m->spawns++;
-        if (!res.into_cgroup && cgroup_fd >= 0)
+        if (res.used_fork && !m->warned_fork) {
+                m->warned_fork = true;
+                log_notice("clone3() is not available here (ENOSYS): workers start with fork() and "
+                           "pidfd_open(), and move into their cgroup themselves before exec");
+        } else if (!res.into_cgroup && cgroup_fd >= 0)
                 log_notice("CLONE_INTO_CGROUP refused for w%u; the child moved itself into %s before exec", w->id,
                            strna(w->cgroup_path));
 
@@ -460,7 +477,10 @@ static void on_hello(Manager *m, Worker *w, const ElasticPool__Hello *h) {
         free(w->sensor_version);
         w->sensor_version = h->sensor_version ? strdup(h->sensor_version) : NULL;
         w->sensor_protocol = h->protocol_version;
-        w->sensor_interval = h->has_interval_usec ? h->interval_usec : 0;
+        usec_t interval = h->has_interval_usec ? MIN(h->interval_usec, SENSOR_INTERVAL_MAX) : 0;
+        if (interval != w->sensor_interval)
+                m->summary.valid = false; /* its stale horizon changed */
+        w->sensor_interval = interval;
         w->capabilities = 0;
         for (size_t i = 0; i < h->n_capabilities; i++)
                 if (h->capabilities[i] > 0 && h->capabilities[i] < 32)

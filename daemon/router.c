@@ -132,13 +132,6 @@ static unsigned place(Frontend *fe, unsigned current, bool *ret_over) {
         return in.workers[r].id;
 }
 
-static void sync_worker_users(Frontend *fe, unsigned worker) {
-        Worker *w = manager_get_worker(fe->manager, worker);
-
-        if (w)
-                w->users = surface_worker_users(&fe->surface, worker);
-}
-
 static void sync_worker_open(Frontend *fe, unsigned worker) {
         Worker *w = manager_get_worker(fe->manager, worker);
 
@@ -159,7 +152,6 @@ static SurfaceUser *replace_user(Frontend *fe, Exchange *x, const char *name, co
         to = place(fe, 0, &over);
         if (to == 0 || surface_user_place(&fe->surface, name, to, now_usec(CLOCK_MONOTONIC), &u) < 0)
                 return NULL;
-        sync_worker_users(fe, to);
         log_struct(LOG_NOTICE, LOG_FIELDS(.message_id = MESSAGE_ID_PLACE, .event = "place", .worker = (int) to,
                                           .user = name),
                    "User %s re-placed on w%u: %s (its state there is lost)%s", name, to, why,
@@ -278,9 +270,7 @@ static void dispatch(Frontend *fe, Exchange *x) {
                 if (u) {
                         w = manager_get_worker(m, u->worker);
                         if (!w || !worker_is_routable(w) || !w->forward) {
-                                unsigned old = u->worker;
                                 surface_user_forget(&fe->surface, u);
-                                sync_worker_users(fe, old);
                                 u = replace_user(fe, x, x->user, "its worker is not routable any more");
                         }
                 }
@@ -449,13 +439,16 @@ static void logout(Frontend *fe, Exchange *x) {
                 return;
         worker = u->worker;
         move_cancel(fe, u, "the user logged out");
+        /* the held requests that released may have found its worker unroutable and forgotten u */
+        u = surface_user_get(&fe->surface, x->user);
+        if (!u)
+                return;
         log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_PLACE, .event = "logout", .worker = (int) worker,
                                         .user = u->name),
                    "User %s logged out of w%u after %llu requests", u->name, worker, (unsigned long long) u->requests);
         /* its open requests (this one) keep their entries; the dict no longer attributes them */
         router_fail_held(fe, u, "the user logged out");
         surface_user_forget(&fe->surface, u);
-        sync_worker_users(fe, worker);
 }
 
 static int login(Frontend *fe, Exchange *x, const char *name) {
@@ -469,21 +462,23 @@ static int login(Frontend *fe, Exchange *x, const char *name) {
         if (u) {
                 /* logged in again elsewhere: the new session is where the worker says */
                 move_cancel(fe, u, "the user logged in again");
-                unsigned old = u->worker;
                 r = surface_user_place(&fe->surface, name, x->worker, now_usec(CLOCK_MONOTONIC), &u);
-                sync_worker_users(fe, old);
         } else
                 r = surface_user_place(&fe->surface, name, x->worker, now_usec(CLOCK_MONOTONIC), &u);
         if (r < 0)
                 return r;
-        /* its login request is open on x->worker: count it, so the move waits for it to finish */
-        u->open++;
-        x->user = x->user ?: strdup(name);
-        if (x->user && !streq(x->user, name)) {
+        /* Its login request is open on x->worker: from now on it counts as the new user's, so a move
+         * waits for it to finish. A request that came in as someone else (another cookie) stops
+         * counting as theirs, or they would never quiesce. */
+        if (!x->user || !streq(x->user, name)) {
+                SurfaceUser *before = x->user ? surface_user_get(&fe->surface, x->user) : NULL;
+
+                if (before && before->open > 0 && --before->open == 0)
+                        move_user_quiesced(fe, before);
                 free(x->user);
                 x->user = strdup(name);
+                u->open++;
         }
-        sync_worker_users(fe, x->worker);
 
         to = place(fe, x->worker, &over);
         Worker *w = manager_get_worker(fe->manager, x->worker);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cleanup.h"
@@ -93,8 +94,8 @@ static int child_enter_cgroup(int cgroup_fd) {
         return n == 1 ? 0 : -e;
 }
 
-static _noreturn_ void child_exec(const SpawnRequest *req, bool into_cgroup, int error_fd, int release_read_fd,
-                                  char **env, char *listen_pid_slot) {
+static _noreturn_ void child_exec(const SpawnRequest *req, pid_t parent, bool into_cgroup, int error_fd,
+                                  int release_read_fd, char **env, char *listen_pid_slot) {
         sigset_t all;
         int hi_listen, hi_channel;
 
@@ -106,8 +107,13 @@ static _noreturn_ void child_exec(const SpawnRequest *req, bool into_cgroup, int
         /* its own session: a Ctrl-C on the commander's terminal is the commander's to handle (drain the
          * front end, then stop workers), not a signal every worker gets at once */
         (void) setsid();
-        if (req->death_signal > 0)
+        if (req->death_signal > 0) {
                 (void) prctl(PR_SET_PDEATHSIG, req->death_signal);
+                /* the commander may have died between clone3 and prctl: then the signal never comes
+                 * (we were already reparented) and the worker would run on unsupervised */
+                if (getppid() != parent)
+                        _exit(127);
+        }
         if (req->cgroup_fd >= 0 && !into_cgroup) {
                 int r = child_enter_cgroup(req->cgroup_fd);
                 if (r < 0) {
@@ -179,14 +185,38 @@ static int do_clone3(const SpawnRequest *req, bool into_cgroup, int *ret_pidfd, 
         return 0;
 }
 
+/* Without clone3 (Linux < 5.3, valgrind, a seccomp profile that answers ENOSYS): fork, then a pidfd for
+ * our own unreaped child, which cannot be a recycled pid. */
+static int do_fork(int *ret_pidfd, pid_t *ret_pid) {
+        pid_t pid = fork();
+        int fd;
+
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                *ret_pid = 0;
+                return 0;
+        }
+        fd = (int) syscall(SYS_pidfd_open, pid, 0);
+        if (fd < 0) {
+                int e = errno;
+                (void) kill(pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                return -e;
+        }
+        *ret_pidfd = fd;
+        *ret_pid = pid;
+        return 0;
+}
+
 int spawn_worker(const SpawnRequest *req, SpawnResult *ret) {
         _cleanup_close_ int error_read = -EBADF, error_write = -EBADF, release_read = -EBADF,
                             release_write = -EBADF;
         _cleanup_free_ char **env = NULL;
         char listen_pid_slot[32] = "LISTEN_PID=";
         int pipefd[2], pidfd = -EBADF, r;
-        bool into_cgroup = req->cgroup_fd >= 0;
-        pid_t pid = 0;
+        bool into_cgroup = req->cgroup_fd >= 0, used_fork = false;
+        pid_t pid = 0, parent = getpid();
 
         if (!req->argv || !req->argv[0])
                 return -EINVAL;
@@ -203,7 +233,12 @@ int spawn_worker(const SpawnRequest *req, SpawnResult *ret) {
                 return -ENOMEM;
 
         r = do_clone3(req, into_cgroup, &pidfd, &pid);
-        if (r < 0 && into_cgroup && r != -ENOMEM) {
+        if (r == -ENOSYS) {
+                into_cgroup = false;
+                r = do_fork(&pidfd, &pid);
+                if (r >= 0)
+                        used_fork = true;
+        } else if (r < 0 && into_cgroup && r != -ENOMEM) {
                 /* CLONE_INTO_CGROUP needs Linux >= 5.7 and a cgroup the kernel accepts; the caller
                  * moves the child after birth instead (it is parked or has not exec'd yet). */
                 into_cgroup = false;
@@ -212,7 +247,7 @@ int spawn_worker(const SpawnRequest *req, SpawnResult *ret) {
         if (r < 0)
                 return r;
         if (pid == 0)
-                child_exec(req, into_cgroup, error_write, release_read, env, listen_pid_slot);
+                child_exec(req, parent, into_cgroup, error_write, release_read, env, listen_pid_slot);
 
         *ret = (SpawnResult) {
                 .pid = pid,
@@ -220,6 +255,7 @@ int spawn_worker(const SpawnRequest *req, SpawnResult *ret) {
                 .release_fd = TAKE_FD(release_write),
                 .exec_error_fd = TAKE_FD(error_read),
                 .into_cgroup = into_cgroup,
+                .used_fork = used_fork,
         };
         return 0;
 }

@@ -28,6 +28,7 @@ typedef struct SpawnResult {
         int release_fd;     /* -EBADF unless park */
         int exec_error_fd;  /* readable: EOF = exec succeeded, 4 bytes = its errno */
         bool into_cgroup;   /* CLONE_INTO_CGROUP worked (else the child was moved after birth) */
+        bool used_fork;     /* clone3 is missing here: fork + pidfd_open stood in */
 } SpawnResult;
 
 /* 0 with *ret filled (fds owned by the caller), or -errno when no child was created. */

@@ -82,7 +82,7 @@ static void write_worker(FILE *f, const Manager *m, const Worker *w, usec_t now)
                 json_string(f, w->channel_close_reason);
                 fputc(',', f);
         }
-        fprintf(f, "\"rows\":%u,\"users\":%u,\"inflight\":%u,", w->window.count, w->users, w->inflight);
+        fprintf(f, "\"rows\":%u,\"users\":%u,\"inflight\":%u,", w->window.count, manager_worker_users(m, w), w->inflight);
         if (last) {
                 fprintf(f, "\"last_report_ms_ago\":%llu,\"cpu\":", (unsigned long long) ((now - last->received) / USEC_PER_MSEC));
                 json_number_or_null(f, last->has_cpu, last->cpu);

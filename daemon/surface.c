@@ -13,6 +13,7 @@ int surface_init(Surface *s) {
         *s = (Surface) {};
         strmap_init(&s->users);
         strmap_init(&s->open);
+        strmap_init(&s->orphaned);
         return 0;
 }
 
@@ -31,6 +32,7 @@ void surface_done(Surface *s) {
                 user_free(v);
         strmap_done(&s->users);
         strmap_done(&s->open);
+        strmap_done(&s->orphaned);
         free(s->worker_users);
         free(s->worker_open);
         *s = (Surface) {};
@@ -95,13 +97,49 @@ int surface_user_place(Surface *s, const char *name, unsigned worker, usec_t now
         return 0;
 }
 
-void surface_user_forget(Surface *s, SurfaceUser *u) {
-        if (!u)
-                return;
+/* Open entries are attributed by user name. Those of a user about to be forgotten must stop being
+ * attributed, or a new login of the same name would be counted down by requests it never opened (and
+ * look quiesced to a move while one of its own is still in flight). With only != NULL, the entries of
+ * that user; else those of every user on worker. One walk over the open requests: logouts are rare
+ * next to requests, and a dying worker's users are handled in the same single walk. 0, or -ENOMEM when
+ * some entries could not be set aside (those stay attributed by name). */
+static int orphan_entries(Surface *s, const SurfaceUser *only, unsigned worker) {
+        const char *k;
+        void *v;
+        int r = 0;
+
+        for (size_t i = 0; strmap_next(&s->open, &i, &k, &v);) {
+                Exchange *x = v;
+                const SurfaceUser *u;
+
+                if (!x->user)
+                        continue;
+                if (only) {
+                        if (!streq(x->user, only->name))
+                                continue;
+                } else {
+                        u = surface_user_get(s, x->user);
+                        if (!u || u->worker != worker)
+                                continue;
+                }
+                if (strmap_put(&s->orphaned, x->key, x, NULL) < 0)
+                        r = -ENOMEM;
+        }
+        return r;
+}
+
+static void user_remove(Surface *s, SurfaceUser *u) {
         if (u->worker < s->worker_slots && s->worker_users[u->worker] > 0)
                 s->worker_users[u->worker]--;
         (void) strmap_remove(&s->users, u->name);
         user_free(u);
+}
+
+void surface_user_forget(Surface *s, SurfaceUser *u) {
+        if (!u)
+                return;
+        (void) orphan_entries(s, u, 0);
+        user_remove(s, u);
 }
 
 unsigned surface_worker_gone(Surface *s, unsigned worker) {
@@ -109,11 +147,12 @@ unsigned surface_worker_gone(Surface *s, unsigned worker) {
         const char *k;
         void *v;
 
+        (void) orphan_entries(s, NULL, worker);
         for (size_t i = 0; strmap_next(&s->users, &i, &k, &v);) {
                 SurfaceUser *u = v;
                 if (u->worker != worker)
                         continue;
-                surface_user_forget(s, u);
+                user_remove(s, u);
                 n++;
         }
         return n;
@@ -147,22 +186,30 @@ int surface_request_open(Surface *s, Exchange *x) {
         return 0;
 }
 
-static void entry_removed(Surface *s, Exchange *x) {
-        SurfaceUser *u = x->user ? surface_user_get(s, x->user) : NULL;
+/* Takes x's entry out of the per-worker and per-user counts; returns the user it was attributed to (NULL
+ * for a guest, or when its user was forgotten since). */
+static SurfaceUser *entry_removed(Surface *s, Exchange *x) {
+        SurfaceUser *u = NULL;
 
         if (x->worker < s->worker_slots && s->worker_open[x->worker] > 0)
                 s->worker_open[x->worker]--;
+        if (strmap_remove(&s->orphaned, x->key) != x && x->user)
+                u = surface_user_get(s, x->user);
         if (u && u->open > 0)
                 u->open--;
         x->key[0] = 0;
+        return u;
 }
 
 void surface_request_close(Surface *s, Exchange *x, usec_t now) {
         SurfaceUser *u;
 
-        if (x->key[0] && strmap_remove(&s->open, x->key) == x)
-                entry_removed(s, x);
-        u = x->user ? surface_user_get(s, x->user) : NULL;
+        if (x->key[0] && strmap_get(&s->open, x->key) == x) {
+                (void) strmap_remove(&s->open, x->key);
+                u = entry_removed(s, x);
+        } else
+                /* swept already (or never opened): attributed by name */
+                u = x->user ? surface_user_get(s, x->user) : NULL;
         if (u) {
                 u->requests++;
                 u->busy_usec += now - x->started;
@@ -176,10 +223,11 @@ unsigned surface_sweep(Surface *s, usec_t now, usec_t max_age) {
 
         for (size_t i = 0; strmap_next(&s->open, &i, &k, &v);) {
                 Exchange *x = v;
-                if (now - x->started < max_age)
+                /* started after now (a caller's stale clock) is young, not 2^64 us old */
+                if (x->started >= now || now - x->started < max_age)
                         continue;
                 (void) strmap_remove(&s->open, k);
-                entry_removed(s, x);
+                (void) entry_removed(s, x);
                 n++;
         }
         return n;

@@ -29,6 +29,9 @@ typedef struct SurfaceUser {
 typedef struct Surface {
         StrMap users;        /* name → SurfaceUser */
         StrMap open;         /* Exchange.key → Exchange */
+        StrMap orphaned;     /* Exchange.key → Exchange: open entries whose user was forgotten since (logout,
+                              * its worker gone); they count for their worker, never for a later login of
+                              * the same name */
         uint32_t *worker_users; /* index by worker id */
         uint32_t *worker_open;
         unsigned worker_slots;
@@ -41,7 +44,9 @@ void surface_done(Surface *s);
 SurfaceUser *surface_user_get(Surface *s, const char *name);
 /* Places (or re-places) name on worker. 0 or -ENOMEM. */
 int surface_user_place(Surface *s, const char *name, unsigned worker, usec_t now, SurfaceUser **ret);
-/* Forgets the user (logout). Held requests must have been released by the caller. */
+/* Forgets the user (logout). Held requests must have been released by the caller. Its open requests
+ * keep their entries (and their worker's count) but are no longer the user's: when the same name logs
+ * in again, they neither count as its open requests nor add to its consumption. */
 void surface_user_forget(Surface *s, SurfaceUser *u);
 /* The worker died: every user on it is forgotten; returns how many (callers log it). */
 unsigned surface_worker_gone(Surface *s, unsigned worker);

@@ -40,6 +40,8 @@ int worker_new(Manager *m, unsigned id, Worker **ret) {
                 .probe_fd = -EBADF,
                 .cgroup_fd = -EBADF,
                 .freshness = FRESHNESS_NEW,
+                /* no report evaluated yet: no bottleneck (0 would name memory) */
+                .occupancy = { .bottleneck = _COMPONENT_INVALID },
         };
         *ret = w;
         return 0;

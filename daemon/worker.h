@@ -77,7 +77,6 @@ typedef struct Worker {
         char *stop_reason;
         bool exec_failed;   /* exec's errno came back: its exit is that failure, not another one */
 
-        uint32_t users;     /* logged-in users placed here (the surface keeps the names) */
         uint32_t inflight;  /* requests forwarded and not yet answered */
         uint32_t accept_backlog; /* kernel's count of connections waiting in accept (sock_diag) */
         bool has_accept_backlog;

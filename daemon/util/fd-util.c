@@ -36,7 +36,22 @@ ssize_t pread_string(int fd, char *buf, size_t size) {
         if (size == 0)
                 return -EINVAL;
         for (;;) {
-                ssize_t n = pread(fd, buf + done, size - 1 - done, (off_t) done);
+                ssize_t n;
+
+                if (done == size - 1) {
+                        char c;
+                        /* a full buffer is only an error when there really is more (checked before the
+                         * first read too: with size 1 there is no room for even one byte) */
+                        n = pread(fd, &c, 1, (off_t) done);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n < 0)
+                                return -errno;
+                        if (n > 0)
+                                return -EFBIG;
+                        break;
+                }
+                n = pread(fd, buf + done, size - 1 - done, (off_t) done);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -45,14 +60,6 @@ ssize_t pread_string(int fd, char *buf, size_t size) {
                 if (n == 0)
                         break;
                 done += (size_t) n;
-                if (done == size - 1) {
-                        char c;
-                        /* a full buffer is only an error when there really is more */
-                        n = pread(fd, &c, 1, (off_t) done);
-                        if (n > 0)
-                                return -EFBIG;
-                        break;
-                }
         }
         buf[done] = 0;
         return (ssize_t) done;

@@ -66,6 +66,11 @@ int log_internalv(int level, int error, const LogFields *fields, const char *for
 #define log_error_errno(e, ...) log_full_errno(LOG_ERR, e, __VA_ARGS__)
 #define log_oom() log_error_errno(ENOMEM, "Out of memory.")
 
-/* An entry with structured fields: log_struct(LOG_INFO, LOG_FIELDS(.event = "spawn", .worker = 3), "..."). */
-#define log_struct(level, fields, ...) log_internal(level, 0, fields, __VA_ARGS__)
-#define log_struct_errno(level, error, fields, ...) log_internal(level, error, fields, __VA_ARGS__)
+/* An entry with structured fields: log_struct(LOG_INFO, LOG_FIELDS(.event = "spawn", .worker = 3), "...").
+ * Filtered by the maximum level like every other entry. */
+#define log_struct_errno(level, error, fields, ...)                                              \
+        ({                                                                                       \
+                int _l = (level), _e = (error);                                                  \
+                _l <= log_get_max_level() ? log_internal(_l, _e, fields, __VA_ARGS__) : -ERRNO_VALUE(_e); \
+        })
+#define log_struct(level, fields, ...) log_struct_errno(level, 0, fields, __VA_ARGS__)

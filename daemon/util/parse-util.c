@@ -59,25 +59,40 @@ int parse_double(const char *s, double *ret) {
                 return -EINVAL;
         errno = 0;
         v = strtod(s, &end);
-        if (end == s || !only_blanks(end) || !isfinite(v))
+        if (end == s || !only_blanks(end))
                 return -EINVAL;
+        /* overflow comes back as ±HUGE_VAL with ERANGE: that is "does not fit", while a literal "inf" or
+         * "nan" is not a number we take at all */
         if (errno == ERANGE)
                 return -ERANGE;
+        if (!isfinite(v))
+                return -EINVAL;
         *ret = v;
         return 0;
+}
+
+/* Whether the len bytes at s spell word, ignoring case. */
+static bool word_is(const char *s, size_t len, const char *word) {
+        return strlen(word) == len && strncasecmp(s, word, len) == 0;
 }
 
 int parse_boolean(const char *s, bool *ret) {
         static const char *const yes[] = { "1", "yes", "y", "true", "t", "on" };
         static const char *const no[] = { "0", "no", "n", "false", "f", "off" };
+        size_t len;
 
+        /* surrounding blanks allowed, as for every parser here */
+        s = skip_blanks(s);
+        len = strlen(s);
+        while (len > 0 && isspace((unsigned char) s[len - 1]))
+                len--;
         for (size_t i = 0; i < ELEMENTSOF(yes); i++)
-                if (strcasecmp(s, yes[i]) == 0) {
+                if (word_is(s, len, yes[i])) {
                         *ret = true;
                         return 0;
                 }
         for (size_t i = 0; i < ELEMENTSOF(no); i++)
-                if (strcasecmp(s, no[i]) == 0) {
+                if (word_is(s, len, no[i])) {
                         *ret = false;
                         return 0;
                 }
@@ -97,6 +112,9 @@ static int parse_with_units(const char *s, const Unit *units, size_t n_units, do
 
         s = skip_blanks(s);
         if (!isdigit((unsigned char) *s) && *s != '.')
+                return -EINVAL;
+        /* strtod() also reads hexadecimal ("0x10" = 16, "0x1p4" = 16): decimal only */
+        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
                 return -EINVAL;
         errno = 0;
         v = strtod(s, &end);

@@ -21,8 +21,10 @@ char *format_timespan(char *buf, size_t size, usec_t span) {
                 snprintf(buf, size, "%lluus", (unsigned long long) span);
         else if (span < USEC_PER_SEC)
                 snprintf(buf, size, "%llums", (unsigned long long) (span / USEC_PER_MSEC));
-        else if (span < 60 * USEC_PER_SEC && span % USEC_PER_SEC != 0)
-                snprintf(buf, size, "%.1fs", (double) span / (double) USEC_PER_SEC);
+        else if (span < 60 * USEC_PER_SEC && span % USEC_PER_SEC >= USEC_PER_SEC / 10)
+                /* truncated like every other unit here: "%.1f" would round 59.96 s up to "60.0s" */
+                snprintf(buf, size, "%llu.%llus", (unsigned long long) (span / USEC_PER_SEC),
+                         (unsigned long long) (span % USEC_PER_SEC / (USEC_PER_SEC / 10)));
         else if (span < 60 * USEC_PER_SEC)
                 snprintf(buf, size, "%llus", (unsigned long long) (span / USEC_PER_SEC));
         else

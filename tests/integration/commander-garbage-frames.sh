@@ -31,5 +31,5 @@ wait_until bash -c "(( \$($EP_PYTHON -c 'import json;print(json.load(open(\"$EP_
 # w1 at 0.05 would make the reception want a spawn in a group of one; here the group has three and the
 # non-reception workers have no readings: scale-up must hold, naming one of them.
 echo 0.9 >"$EP_TMP/cpu-1"
-wait_log 'scale-up held: held: w[23] '
+wait_log 'scale-up held: w[23] '
 stop_commander || fail "commander exited with $?"

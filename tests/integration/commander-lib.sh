@@ -75,3 +75,8 @@ print(next(w["pid"] for w in d["workers"] if w["name"] == sys.argv[2]))' "$EP_RU
 commander_alive() {
         kill -0 "$EP_COMMANDER_PID" 2>/dev/null
 }
+
+# Waits for the commander's "Ready:" line (min_workers routable and, with a front end, listening).
+wait_ready() {
+        wait_log 'Ready: [0-9]+ workers routable'
+}

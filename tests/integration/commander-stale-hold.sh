@@ -18,10 +18,10 @@ write_config "$EP_TMP/worker.sh"
 start_commander --no-frontend
 wait_log 'Worker w2 is routable'
 # w1 stays busy until w2 fell silent: scale-up cannot count on w2 having room
-wait_log 'scale-up held: held: w2 no report for'
+wait_log 'scale-up held: w2 no report for'
 echo 0.01 >"$EP_TMP/cpu-1"
 # with readings, w2 (idle) would be retired; silent, it must not be
-wait_log 'compaction held: held: w2 no report for'
+wait_log 'compaction held: w2 no report for'
 log_has 'Compaction: retiring' && fail "compacted on a missing reading"
 wait_until bash -c "grep -q 'no report for' '$EP_RUN/status.json'" || fail "status.json does not show the hold"
 note "status: $(status_get '["holds"]["compaction"]["reason"]')"

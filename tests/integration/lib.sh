@@ -145,3 +145,28 @@ bin() {
         done
         fail "binary $1 not found under $EP_BUILD_DIR"
 }
+
+# Prints a TCP port on 127.0.0.1 that is free now. It is picked at random below the kernel's ephemeral
+# range (ip_local_port_range), and checked with a bind: a port the kernel hands out itself (bind to port
+# 0) could be taken by any outgoing connection, of another test's clients say, before the commander
+# binds it.
+free_port() {
+        "$EP_PYTHON" -c 'import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200):
+    port = random.randrange(max(1024, low - 12000), low)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    print(port)
+    break
+else:
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Prints a process's resident set size in KiB (VmRSS of /proc/PID/status).
+rss_kib() {
+        awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
+}

@@ -14,9 +14,14 @@
 
 unsigned fake_exchanges_finished;
 
+/* Exactly n bytes: the sources are not NUL-terminated (strndup may look past n). */
 static char *strndup_or_die(const char *s, size_t n) {
-        char *d = strndup(s ? s : "", s ? n : 0);
+        char *d = malloc(s ? n + 1 : 1);
+
         assert_non_null(d);
+        if (s)
+                memcpy(d, s, n);
+        d[s ? n : 0] = 0;
         return d;
 }
 

@@ -12,8 +12,19 @@
 #include "cleanup.h"
 #include "macro.h"
 
+/* The heads point into the connection's arena, not NUL-terminated: copy exactly n bytes (strndup may
+ * look for a NUL past n, which ASan's strict_string_checks reports). */
 static char *strndup_or_null(const char *s, size_t n) {
-        return s ? strndup(s, n) : NULL;
+        char *c;
+
+        if (!s)
+                return NULL;
+        c = malloc(n + 1);
+        if (c) {
+                memcpy(c, s, n);
+                c[n] = 0;
+        }
+        return c;
 }
 
 static void fake_head_copy(FakeHead *dst, const RequestHead *h) {
@@ -31,8 +42,8 @@ static void fake_head_copy(FakeHead *dst, const RequestHead *h) {
                 .head_method = h->head_method,
         };
         for (size_t i = 0; i < dst->n_fields; i++) {
-                dst->names[i] = strndup(h->fields[i].name, h->fields[i].name_len);
-                dst->values[i] = strndup(h->fields[i].value, h->fields[i].value_len);
+                dst->names[i] = strndup_or_null(h->fields[i].name, h->fields[i].name_len);
+                dst->values[i] = strndup_or_null(h->fields[i].value, h->fields[i].value_len);
         }
 }
 

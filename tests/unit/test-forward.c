@@ -519,11 +519,11 @@ static void test_forward_start_retries_stale_keepalive_connection(void **state) 
         ForwardBufferStats s;
 
         fake_worker_init(&w, event, true);
-        /* the keep-alive race: the worker drops the socket just as we reuse it */
+        /* the keep-alive race: the worker drops the socket just as we reuse it; PUT is idempotent */
         w.decide = close_second_on_first;
         p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
         get_init(&a, "/1", "a");
-        fake_exchange_init(&b, "POST", "/2", "app.test");
+        fake_exchange_init(&b, "PUT", "/2", "app.test");
         (void) snprintf(b.x.id, sizeof(b.x.id), "b");
         fake_exchange_set_body(&b, "hello", 5, true, 0);
 
@@ -544,6 +544,39 @@ static void test_forward_start_retries_stale_keepalive_connection(void **state) 
         assert_memory_equal(fake_conn(&w, 1)->body, "hello", 5);
         assert_int_equal(fake_conn(&w, 1)->requests, 1);
         assert_int_equal(forward_pool_counters(p)->errors, 0);
+
+        fake_exchange_done(&a);
+        fake_exchange_done(&b);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+/* The same close, but the worker read a POST whole before it: it may have acted on it, so no replay. */
+static void test_forward_start_never_replays_post(void **state) {
+        FakeWorker w;
+        FakeExchange a, b;
+        ForwardPool *p;
+        ForwardBufferStats s;
+
+        fake_worker_init(&w, event, true);
+        w.decide = close_second_on_first;
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&a, "/1", "a");
+        fake_exchange_init(&b, "POST", "/2", "app.test");
+        (void) snprintf(b.x.id, sizeof(b.x.id), "b");
+        fake_exchange_set_body(&b, "hello", 5, true, 0);
+
+        assert_int_equal(forward_start(p, &a.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&a));
+        assert_int_equal(forward_start(p, &b.x), 0);
+        fake_exchange_pump(&b);
+        RUN_UNTIL(fake_exchange_finished(&b));
+
+        assert_int_equal(b.fails, 1);
+        assert_int_equal(b.fail_status, 502);
+        assert_int_equal(w.accepts, 1);
+        forward_pool_buffer_stats(p, &s);
+        assert_int_equal(s.retries, 0);
 
         fake_exchange_done(&a);
         fake_exchange_done(&b);
@@ -1632,6 +1665,7 @@ int main(void) {
                 LOOP_TEST(test_forward_start_queues_beyond_max_connections),
                 LOOP_TEST(test_forward_start_refuses_when_queue_full),
                 LOOP_TEST(test_forward_start_retries_stale_keepalive_connection),
+                LOOP_TEST(test_forward_start_never_replays_post),
                 LOOP_TEST(test_forward_start_retries_only_once),
                 LOOP_TEST(test_forward_start_connect_refused),
                 LOOP_TEST(test_forward_start_missing_socket),

@@ -736,6 +736,18 @@ typedef struct BadInput {
           "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n")        \
         X(chunk_size_overflow, 400, 0,                                                                 \
           "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n")           \
+        X(chunk_data_without_crlf, 400, 0,                                                             \
+          "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n5\r\nhelloXY0\r\n\r\n")          \
+        X(chunk_line_bare_cr, 400, 0,                                                                  \
+          "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n5\rXhello\r\n0\r\n\r\n")         \
+        X(chunk_line_junk_after_size, 400, 0,                                                          \
+          "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n5 x\r\nhello\r\n0\r\n\r\n")       \
+        X(chunk_ext_bare_lf, 400, 0,                                                                   \
+          "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n5;a\nb\r\nhello\r\n0\r\n\r\n")     \
+        X(chunk_ext_nul, 400, 0,                                                                       \
+          "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n5;\0\r\nhello\r\n0\r\n\r\n")      \
+        X(trailer_obs_fold, 400, 0,                                                                    \
+          "POST / HTTP/1.1\r\n" H "Transfer-Encoding: chunked\r\n\r\n0\r\nX-T: a\r\n b\r\n\r\n")     \
         X(obs_fold, 400, 0, "GET / HTTP/1.1\r\n" H "X-A: a\r\n b\r\n\r\n")                             \
         X(obs_fold_tab, 400, 0, "GET / HTTP/1.1\r\n" H "X-A: a\r\n\tb\r\n\r\n")                        \
         X(whitespace_before_first_field, 400, 0, "GET / HTTP/1.1\r\n " H "\r\n")                       \
@@ -1582,6 +1594,38 @@ static void test_h1_scan_split_anywhere(void **state) {
         }
 }
 
+static void test_h1_chunk_scan_split_anywhere(void **state) {
+        static const char body[] = "5;name=\"v a\"\r\nhello\r\n0A \r\n0123456789\r\n0\r\nX-T: 1\r\n\r\nNEXT";
+        size_t len = sizeof body - 1 - 4;
+
+        /* framing is judged the same wherever reads split the body; the scan stops at its end */
+        for (size_t split = 0; split <= len; split++) {
+                H1ChunkScan s;
+                size_t used;
+                const char *reason;
+
+                h1_chunk_scan_init(&s, 65536);
+                assert_int_equal(h1_chunk_scan(&s, body, split, &used, &reason), split == len ? 1 : 0);
+                assert_int_equal(used, split);
+                if (split < len) {
+                        assert_int_equal(
+                                h1_chunk_scan(&s, body + split, sizeof body - 1 - split, &used, &reason), 1);
+                        assert_int_equal(used, len - split);
+                }
+        }
+}
+
+static void test_h1_chunk_scan_accepts_lengths_and_extensions(void **state) {
+        static const char body[] = "A ;x\r\n0123456789\r\n0;last\r\n\r\n";
+        H1ChunkScan s;
+        size_t used;
+        const char *reason;
+
+        h1_chunk_scan_init(&s, 65536);
+        assert_int_equal(h1_chunk_scan(&s, body, sizeof body - 1, &used, &reason), 1);
+        assert_int_equal(used, sizeof body - 1);
+}
+
 static void test_h1_http2_settings_decode_forms(void **state) {
         uint8_t out[32];
 
@@ -1677,6 +1721,8 @@ int main(void) {
                 cmocka_unit_test(test_frontend_h1_response_body_large_piece_written_directly),
                 cmocka_unit_test(test_frontend_h1_response_error_before_continue_closes),
                 cmocka_unit_test(test_h1_scan_split_anywhere),
+                cmocka_unit_test(test_h1_chunk_scan_split_anywhere),
+                cmocka_unit_test(test_h1_chunk_scan_accepts_lengths_and_extensions),
                 cmocka_unit_test(test_h1_http2_settings_decode_forms),
                 cmocka_unit_test(test_h1_list_has_tokens),
                 cmocka_unit_test(test_h1_authority_valid_forms),

@@ -1,0 +1,58 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Intent: only a cookie signed with the group's key (created 0600 in the state directory) makes a user.
+# An unsigned value, a forged user with a genuine signature, a flipped signature, a cookie signed with
+# another key and an expired (validly signed) one are each a guest, and each is logged; the genuine
+# cookie keeps working between them.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/commander-lib.sh"
+. "$(dirname "$0")/frontend-lib.sh"
+make_test_cgroup
+
+fe_config "$DEMO_WORKER"
+fe_start
+key=$EP_TMP/state/cookie.key
+[[ -f $key ]] || fail "no cookie key in the state directory"
+[[ $(stat -c '%a %s' "$key") == '600 32' ]] || fail "cookie key is $(stat -c 'mode %a, %s bytes' "$key")"
+
+"${CURL[@]}" -c "$EP_TMP/jar" -o /dev/null "$EP_URL/login?user=alice" || fail "login failed"
+good=$(awk '$6 == "ep_user" { print $7 }' "$EP_TMP/jar")
+IFS=. read -r user expiry mac <<<"$good"
+[[ -n $mac ]] || fail "cookie '$good' is not user.expiry.mac"
+
+# sign USER EXPIRY KEYFILE: a cookie value as cookie.c makes it
+sign() {
+        "$EP_PYTHON" -c 'import base64, hmac, hashlib, sys
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+data = b64(sys.argv[1].encode()) + "." + sys.argv[2]
+print(data + "." + b64(hmac.new(open(sys.argv[3], "rb").read(), data.encode(), hashlib.sha256).digest()))' "$@"
+}
+head -c 32 /dev/urandom >"$EP_TMP/other.key"
+[[ $(sign alice "$expiry" "$key") == "$good" ]] || fail "the test's signer does not match cookie.c"
+
+state_as() {
+        "${CURL[@]}" -H "Cookie: ep_user=$1" -w ' %{http_code}' "$EP_URL/state"
+}
+# the first character of the mac: all six of its bits count (the last one's low bits are padding)
+flip=$([[ ${mac:0:1} == A ]] && echo B || echo A)${mac:1}
+declare -A forged=(
+        [unsigned]=alice
+        [forged-user]="$(printf %s mallory | base64 | tr '+/' '-_' | tr -d '=').$expiry.$mac"
+        [flipped-signature]="$user.$expiry.$flip"
+        [later-expiry]="$user.$((expiry + 1)).$mac"
+        [other-key]=$(sign alice "$expiry" "$EP_TMP/other.key")
+        [expired]=$(sign alice 1000000000 "$key")
+)
+n=1
+for kind in unsigned forged-user flipped-signature later-expiry other-key expired; do
+        out=$(state_as "${forged[$kind]}")
+        [[ $out == *' 404' ]] || fail "$kind cookie was not a guest: $out"
+        out=$(state_as "$good")
+        [[ $out == *'"user":"alice","counter":'$n,*' 200' ]] || fail "genuine cookie after $kind: $out"
+        n=$((n + 1))
+done
+wait_log 'sticky cookie, treated as a guest'
+[[ $(grep -c 'unsigned or forged sticky cookie, treated as a guest' "$EP_LOG") == 5 ]] ||
+        fail "not 5 forged cookies logged: $(grep -c 'unsigned or forged sticky cookie' "$EP_LOG")"
+log_has 'expired sticky cookie, treated as a guest' || fail "the expired cookie was not logged as such"
+fe_stop

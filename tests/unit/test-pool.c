@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/* The pool's reading side on a Manager in memory (manager-fixture.c, a test-driven clock): freshness in
+ * each of its cases and at its borders (NEW, FRESH, STALE, MISSING, NO_CHANNEL), the stale horizon, and
+ * pool_handle_frame() archiving reports into the window and the occupancy, taking a Hello to routable,
+ * refusing a foreign protocol, and shrugging at frames only the commander sends. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "frame.h"
+#include "macro.h"
+#include "manager-fixture.h"
+
+static Manager *m;
+
+static int setup(void **state) {
+        m = fixture_manager_new();
+        return 0;
+}
+
+static int teardown(void **state) {
+        fixture_manager_free(m);
+        m = NULL;
+        return 0;
+}
+
+static Freshness freshness(const Worker *w, usec_t *ret_since) {
+        usec_t since = 12345;
+        Freshness f = pool_worker_freshness(m, w, fixture_now, &since);
+
+        if (ret_since)
+                *ret_since = since;
+        return f;
+}
+
+/* 5 s x 3 with the defaults */
+static usec_t horizon(void) {
+        return m->config.occupancy_interval * m->config.stale_after;
+}
+
+static void test_pool_stale_horizon(void **state) {
+        Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
+
+        assert_true(horizon() == 15 * USEC_PER_SEC);
+        assert_true(pool_stale_horizon(m, w) == 15 * USEC_PER_SEC);
+        /* the slower of the configured and the announced interval */
+        w->sensor_interval = 10 * USEC_PER_SEC;
+        assert_true(pool_stale_horizon(m, w) == 30 * USEC_PER_SEC);
+        w->sensor_interval = USEC_PER_SEC;
+        assert_true(pool_stale_horizon(m, w) == 15 * USEC_PER_SEC);
+}
+
+static void test_pool_stale_horizon_absurd_interval(void **state) {
+        Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
+
+        /* a sensor announcing an interval so long that interval x stale_after wraps around 2^64: the
+         * horizon must not come out shorter than the configured one (here it wraps to 2 us, and the worker
+         * reads STALE right after every report) */
+        fixture_hello(w, UINT64_MAX / 3 + 1, EP_PROTOCOL_VERSION);
+        /* capped on arrival: an hour is the slowest a sensor may claim */
+        assert_true(w->sensor_interval == 3600 * USEC_PER_SEC);
+        fixture_report(w, READING(.cpu = 0.1));
+        fixture_advance(10);
+        CHECK_EXPLAINED(pool_stale_horizon(m, w) >= horizon() && freshness(w, NULL) == FRESHNESS_FRESH,
+                        "an announced interval_usec is worker input: the horizon must neither wrap nor grow "
+                        "without bound (horizon %llu us, freshness %s)",
+                        (unsigned long long) pool_stale_horizon(m, w), freshness_to_string(freshness(w, NULL)));
+}
+
+static void test_pool_worker_freshness_new(void **state) {
+        Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
+        usec_t since;
+
+        /* routable, no report yet, younger than the horizon: NEW since it became routable */
+        assert_int_equal(freshness(w, &since), FRESHNESS_NEW);
+        assert_true(since == FIXTURE_T0);
+        fixture_advance(horizon() - 1);
+        assert_int_equal(freshness(w, NULL), FRESHNESS_NEW);
+        /* as old as the horizon without a report: STALE, since birth */
+        fixture_advance(1);
+        assert_int_equal(freshness(w, &since), FRESHNESS_STALE);
+        assert_true(since == FIXTURE_T0);
+}
+
+static void test_pool_worker_freshness_new_in_flight(void **state) {
+        Worker *w = fixture_add_worker(m, WORKER_STARTING);
+        usec_t since;
+
+        /* not routable yet: born at its spawn */
+        w->spawned_at = FIXTURE_T0 - 3 * USEC_PER_SEC;
+        assert_int_equal(freshness(w, &since), FRESHNESS_NEW);
+        assert_true(since == FIXTURE_T0 - 3 * USEC_PER_SEC);
+        /* routable later: the clock restarts there */
+        fixture_advance(14 * USEC_PER_SEC);
+        w->state = WORKER_ROUTABLE;
+        w->routable_at = fixture_now - USEC_PER_SEC;
+        assert_int_equal(freshness(w, &since), FRESHNESS_NEW);
+        assert_true(since == fixture_now - USEC_PER_SEC);
+}
+
+static void test_pool_worker_freshness_fresh_then_stale(void **state) {
+        Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
+        usec_t since, at;
+
+        fixture_advance(USEC_PER_SEC);
+        at = fixture_now;
+        fixture_report(w, READING(.cpu = 0.2));
+        assert_int_equal(freshness(w, &since), FRESHNESS_FRESH);
+        assert_true(since == 0);
+        fixture_advance(horizon() - 1);
+        assert_int_equal(freshness(w, NULL), FRESHNESS_FRESH);
+        fixture_advance(1);
+        assert_int_equal(freshness(w, &since), FRESHNESS_STALE);
+        assert_true(since == at); /* stale since its last report */
+        /* a report brings it back */
+        fixture_report(w, READING(.cpu = 0.2));
+        assert_int_equal(freshness(w, NULL), FRESHNESS_FRESH);
+}
+
+static void test_pool_worker_freshness_missing(void **state) {
+        Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
+        usec_t since, at;
+
+        /* the first report of a connection has no cpu yet: forgiven */
+        fixture_report(w, READING(.busy = 1, .total = 4));
+        assert_int_equal(freshness(w, NULL), FRESHNESS_FRESH);
+        fixture_advance(5 * USEC_PER_SEC);
+        fixture_report(w, READING(.cpu = 0.3, .busy = 1, .total = 4));
+        assert_int_equal(freshness(w, NULL), FRESHNESS_FRESH);
+
+        /* then cpu and the executor vanish: MISSING, named, since that report */
+        fixture_advance(5 * USEC_PER_SEC);
+        at = fixture_now;
+        fixture_report(w, READING());
+        assert_int_equal(freshness(w, &since), FRESHNESS_MISSING);
+        assert_true(since == at);
+        assert_string_equal(w->missing_names, "cpu,executor");
+        /* still missing on the next one: since stays where it began */
+        fixture_advance(5 * USEC_PER_SEC);
+        fixture_report(w, READING(.busy = 2, .total = 4));
+        assert_int_equal(freshness(w, &since), FRESHNESS_MISSING);
+        assert_true(since == at);
+        assert_string_equal(w->missing_names, "cpu");
+
+        /* stale beats missing */
+        fixture_advance(horizon());
+        assert_int_equal(freshness(w, NULL), FRESHNESS_STALE);
+
+        /* a complete report: fresh again, nothing missing */
+        fixture_report(w, READING(.cpu = 0.3, .busy = 1, .total = 4));
+        assert_int_equal(freshness(w, NULL), FRESHNESS_FRESH);
+        assert_int_equal(w->missing_mask, 0);
+}
+
+static void test_pool_worker_freshness_missing_memory(void **state) {
+        Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
+
+        /* with a memory limit every report must carry memory, the first one included */
+        m->config.memory_limit = 1ULL << 30;
+        manager_setup_parameters(m);
+        fixture_report(w, READING());
+        assert_int_equal(freshness(w, NULL), FRESHNESS_MISSING);
+        assert_string_equal(w->missing_names, "memory");
+        fixture_report(w, READING(.cpu = 0.1, .memory = 512.0 * 1024 * 1024));
+        assert_int_equal(freshness(w, NULL), FRESHNESS_FRESH);
+        assert_true(w->occupancy.has[COMPONENT_MEMORY]);
+}
+
+static void test_pool_worker_freshness_no_channel(void **state) {
+        Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
+        usec_t since, closed;
+
+        fixture_report(w, READING(.cpu = 0.1));
+        fixture_advance(2 * USEC_PER_SEC);
+        closed = fixture_now;
+        fixture_close_channel(w);
+        /* a fresh reading behind a closed channel is no reading: no more will come */
+        fixture_advance(USEC_PER_SEC);
+        assert_int_equal(freshness(w, &since), FRESHNESS_NO_CHANNEL);
+        assert_true(since == closed);
+        fixture_advance(horizon());
+        assert_int_equal(freshness(w, NULL), FRESHNESS_NO_CHANNEL);
+}
+
+static void test_pool_handle_frame_report_archives(void **state) {
+        Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
+        const Row *last;
+
+        fixture_add_worker(m, WORKER_ROUTABLE);
+        for (int i = 0; i < 8; i++) {
+                fixture_advance(5 * USEC_PER_SEC);
+                /* cpu 0.1 .. 0.8: the occupancy averages the last smoothing_rows = 6 of them */
+                fixture_report(w, READING(.cpu = 0.1 * (i + 1), .busy = 1, .total = 10));
+        }
+        assert_int_equal(w->window.count, 8);
+        assert_true(m->reports_received == 8);
+        assert_true(w->last_report_at == fixture_now);
+        last = window_latest(&w->window);
+        assert_non_null(last);
+        assert_true(last->received == fixture_now);
+        assert_true(last->seq == 8);
+        assert_true(last->has_cpu);
+        assert_true(w->occupancy.has[COMPONENT_CPU]);
+        assert_float_equal(w->occupancy.component[COMPONENT_CPU], (0.3 + 0.4 + 0.5 + 0.6 + 0.7 + 0.8) / 6, 1e-9);
+        assert_float_equal(w->occupancy.component[COMPONENT_EXECUTOR], 0.1, 1e-9);
+        assert_float_equal(w->occupancy.value, 0.55, 1e-9);
+        assert_int_equal(w->occupancy.bottleneck, COMPONENT_CPU);
+
+        /* a report cpu cannot be (NaN, infinite) is no reading: absent, and missing */
+        fixture_report(w, READING(.cpu = INFINITY, .busy = 1, .total = 10));
+        assert_false(window_latest(&w->window)->has_cpu);
+        assert_int_equal(freshness(w, NULL), FRESHNESS_MISSING);
+}
+
+static void test_pool_handle_frame_report_window_is_a_ring(void **state) {
+        Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
+
+        for (unsigned i = 0; i < m->config.window_rows + 25; i++) {
+                fixture_advance(USEC_PER_SEC);
+                fixture_report(w, READING(.cpu = 0.5));
+        }
+        assert_int_equal(w->window.count, m->config.window_rows);
+        assert_true(w->window.total == m->config.window_rows + 25);
+        assert_true(window_latest(&w->window)->seq == m->config.window_rows + 25);
+}
+
+static void test_pool_handle_frame_hello_makes_routable(void **state) {
+        Worker *w = fixture_add_worker(m, WORKER_STARTING);
+        char buf[256];
+        int fd;
+
+        fixture_advance(300 * USEC_PER_MSEC);
+        /* without sock_diag there is no accept probe: the Hello alone makes it routable */
+        assert_null(m->sock_diag);
+        fixture_hello(w, 2 * USEC_PER_SEC, EP_PROTOCOL_VERSION);
+        assert_int_equal(w->state, WORKER_ROUTABLE);
+        assert_true(w->hello_at == fixture_now);
+        assert_true(w->routable_at == fixture_now);
+        assert_ptr_equal(m->reception, w);
+        assert_true(w->reception);
+        assert_true(w->sensor_interval == 2 * USEC_PER_SEC);
+        assert_string_equal(w->sensor_version, "test");
+        assert_true(m->pool_changed_at == fixture_now);
+        assert_int_equal(freshness(w, NULL), FRESHNESS_NEW);
+        /* and the status file was rewritten for the new pool */
+        fd = open(m->status_path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_true(read(fd, buf, sizeof buf) > 0);
+        close(fd);
+        assert_memory_equal(buf, "{\"group\":\"test\"", 15);
+
+        /* a second Hello (a sensor that reconnected) updates the facts, not the state */
+        fixture_hello(w, 4 * USEC_PER_SEC, EP_PROTOCOL_VERSION);
+        assert_int_equal(w->state, WORKER_ROUTABLE);
+        assert_true(w->sensor_interval == 4 * USEC_PER_SEC);
+}
+
+static void test_pool_handle_frame_hello_capabilities(void **state) {
+        ElasticPool__Capability caps[] = { ELASTIC_POOL__CAPABILITY__CAPABILITY_SNAPSHOT_USERS,
+                                           ELASTIC_POOL__CAPABILITY__CAPABILITY_INSTALL_USERS,
+                                           (ElasticPool__Capability) 40, /* unknown, beyond the mask */
+                                           ELASTIC_POOL__CAPABILITY__CAPABILITY_UNSPECIFIED };
+        ElasticPool__Hello h = ELASTIC_POOL__HELLO__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+        Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
+
+        h.has_protocol_version = true, h.protocol_version = EP_PROTOCOL_VERSION;
+        h.n_capabilities = ELEMENTSOF(caps), h.capabilities = caps;
+        f.body_case = ELASTIC_POOL__FRAME__BODY_HELLO, f.hello = &h;
+        pool_handle_frame(w, &f);
+        assert_int_equal(w->capabilities, (1U << 1) | (1U << 2));
+        assert_null(w->sensor_version);
+        assert_true(w->sensor_interval == 0);
+}
+
+static void test_pool_handle_frame_hello_foreign_protocol(void **state) {
+        Worker *w = fixture_add_worker(m, WORKER_STARTING);
+        usec_t since;
+
+        fixture_advance(USEC_PER_SEC);
+        fixture_hello(w, 0, EP_PROTOCOL_VERSION + 1);
+        /* we do not guess at a protocol we do not speak: the channel goes, the worker is not routable */
+        assert_null(w->channel);
+        assert_int_equal(w->state, WORKER_STARTING);
+        assert_false(m->summary.valid);
+        assert_int_equal(freshness(w, &since), FRESHNESS_NO_CHANNEL);
+        assert_true(since == fixture_now);
+}
+
+static void test_pool_handle_frame_ignores_commander_frames(void **state) {
+        ElasticPool__Drain d = ELASTIC_POOL__DRAIN__INIT;
+        ElasticPool__Goodbye g = ELASTIC_POOL__GOODBYE__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+        Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
+
+        f.body_case = ELASTIC_POOL__FRAME__BODY_DRAIN, f.drain = &d;
+        pool_handle_frame(w, &f);
+        g.reason = (char *) "bye";
+        f.body_case = ELASTIC_POOL__FRAME__BODY_GOODBYE, f.goodbye = &g;
+        pool_handle_frame(w, &f);
+        /* neither changes the worker or its channel */
+        assert_int_equal(w->state, WORKER_ROUTABLE);
+        assert_true(channel_is_open(w->channel));
+        assert_int_equal(w->window.count, 0);
+        assert_true(m->reports_received == 0);
+}
+
+static void test_pool_handle_frame_move_frames_to_hook(void **state) {
+        ElasticPool__Package p = ELASTIC_POOL__PACKAGE__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+        Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
+
+        /* without a front end there is no hook: ignored, not a crash */
+        f.body_case = ELASTIC_POOL__FRAME__BODY_PACKAGE, f.package = &p;
+        pool_handle_frame(w, &f);
+        assert_true(channel_is_open(w->channel));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_pool_stale_horizon, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_stale_horizon_absurd_interval, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_worker_freshness_new, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_worker_freshness_new_in_flight, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_worker_freshness_fresh_then_stale, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_worker_freshness_missing, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_worker_freshness_missing_memory, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_worker_freshness_no_channel, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_handle_frame_report_archives, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_handle_frame_report_window_is_a_ring, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_handle_frame_hello_makes_routable, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_handle_frame_hello_capabilities, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_handle_frame_hello_foreign_protocol, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_handle_frame_ignores_commander_frames, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_handle_frame_move_frames_to_hook, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
