@@ -13,6 +13,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "admin.h"
 #include "cleanup.h"
 #include "path-util.h"
 #include "frontend-manager.h"
@@ -207,6 +208,11 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
                 if (r < 0)
                         return r;
         }
+        if (m->config.admin_listen) {
+                r = admin_new(m, m->config.admin_listen, &m->admin);
+                if (r < 0)
+                        return r;
+        }
         r = sd_event_add_time_relative(m->event, &m->status_timer, CLOCK_MONOTONIC, STATUS_INTERVAL,
                                        100 * USEC_PER_MSEC, on_status_timer, m);
         if (r < 0)
@@ -219,6 +225,7 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        m->admin = admin_free(m->admin);
         m->frontend = frontend_free(m->frontend);
         /* workers still alive here means the loop ended early: never leave them behind */
         for (size_t i = 0; i < m->n_workers; i++) {

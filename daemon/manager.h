@@ -89,6 +89,7 @@ typedef struct Manager {
         void (*on_worker_gone)(struct Manager *m, Worker *w);
         void (*on_move_frame)(struct Manager *m, Worker *w, const Frame *f);
         struct Frontend *frontend;
+        struct Admin *admin;
 } Manager;
 
 typedef struct ManagerOptions {
