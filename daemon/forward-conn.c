@@ -20,33 +20,40 @@
 #include "log.h"
 #include "macro.h"
 
+/* EPOLLOUT only while a write waits for room: a Unix socket wakes EPOLLOUT watchers each time its peer
+ * reads, so watching it always would cost a loop iteration per request (the worker reading our request) for
+ * nothing. Changing the mask re-polls the socket, so an EPOLLOUT that is already true is not lost. */
+static bool conn_wants_out(const Connection *c) {
+        switch (c->state) {
+        case CONN_CONNECTING:
+                return c->retry_at == 0; /* EINPROGRESS */
+        case CONN_ACTIVE:
+                return c->write_blocked && forward_conn_pending_out(c) > 0 && c->connected && !c->hold &&
+                       !c->write_broken;
+        default:
+                return false;
+        }
+}
+
 void forward_conn_update_io(Connection *c) {
-        uint32_t events = 0;
+        uint32_t events = EPOLLIN | EPOLLRDHUP | EPOLLET;
 
         if (!c->io)
                 return;
-        switch (c->state) {
-        case CONN_CONNECTING:
-                if (c->retry_at == 0)
-                        events = EPOLLOUT;
-                break;
-        case CONN_IDLE:
-                events = EPOLLIN;
-                break;
-        case CONN_ACTIVE:
-                if (!c->response_paused)
-                        events |= EPOLLIN;
-                if (forward_conn_pending_out(c) > 0 && c->connected && !c->hold && !c->write_broken)
-                        events |= EPOLLOUT;
-                break;
-        default:
-                break;
-        }
-        if (events != 0 && events != c->io_events && sd_event_source_set_io_events(c->io, events) >= 0)
+        if (conn_wants_out(c))
+                events |= EPOLLOUT;
+        if (events != c->io_events && sd_event_source_set_io_events(c->io, events) >= 0)
                 c->io_events = events;
-        if ((events != 0) != c->io_on &&
-            sd_event_source_set_enabled(c->io, events != 0 ? SD_EVENT_ON : SD_EVENT_OFF) >= 0)
-                c->io_on = events != 0;
+}
+
+/* Stopped reading with bytes left, for fairness: setting the edge-triggered mask again (sd-event never
+ * skips that) makes epoll look at the socket anew and report it with the next batch, in turn with every
+ * other source, as a level-triggered source would be. */
+void forward_conn_read_later(Connection *c) {
+        int r = c->io ? sd_event_source_set_io_events(c->io, c->io_events) : 0;
+
+        if (r < 0)
+                forward_conn_lost(c, r, "watching the connection failed");
 }
 
 /* The real deadline of what the connection waits for, USEC_INFINITY when it waits on the client. */
@@ -104,8 +111,8 @@ void forward_conn_close_fd(Connection *c) {
         ForwardPool *p = c->up.pool;
 
         c->io = sd_event_source_disable_unref(c->io);
-        c->io_on = false;
         c->io_events = 0;
+        c->readable = c->rdhup = c->write_blocked = false;
         if (c->fd >= 0) {
                 c->fd = safe_close(c->fd);
                 p->counters.connections--;
@@ -269,13 +276,19 @@ void forward_conn_stop_retain(Connection *c) {
                 c->out_off = c->out_len = 0;
 }
 
+/* A send that takes less than offered leaves the socket full (a stream socket takes what fits): no more
+ * tries until EPOLLOUT says there is room. */
 static int conn_send(Connection *c, struct iovec *iov, size_t n_iov, size_t *ret_sent) {
         struct msghdr mh = { .msg_iov = iov, .msg_iovlen = n_iov };
+        size_t total = 0;
 
+        for (size_t i = 0; i < n_iov; i++)
+                total += iov[i].iov_len;
         for (;;) {
                 ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (k >= 0) {
                         *ret_sent = (size_t) k;
+                        c->write_blocked = (size_t) k < total;
                         c->last_activity = forward_pool_now(c->up.pool);
                         return 0;
                 }
@@ -283,6 +296,7 @@ static int conn_send(Connection *c, struct iovec *iov, size_t n_iov, size_t *ret
                         continue;
                 if (errno == EAGAIN) {
                         *ret_sent = 0;
+                        c->write_blocked = true;
                         return 0;
                 }
                 return -errno;
@@ -312,7 +326,7 @@ static void conn_check_resume(Connection *c) {
 }
 
 void forward_conn_flush(Connection *c) {
-        if (c->state == CONN_ACTIVE && c->connected && !c->hold && !c->write_broken &&
+        if (c->state == CONN_ACTIVE && c->connected && !c->hold && !c->write_broken && !c->write_blocked &&
             forward_conn_pending_out(c) > 0) {
                 struct iovec iov = {
                         .iov_base = c->out + c->out_off,
@@ -365,7 +379,7 @@ int forward_conn_body_feed(Connection *c, const void *data, size_t size, bool la
                 return 0; /* nobody reads it any more */
 
         if (!c->retain && c->state == CONN_ACTIVE && c->connected && !c->hold && !c->write_broken &&
-            forward_conn_pending_out(c) == 0) {
+            !c->write_blocked && forward_conn_pending_out(c) == 0) {
                 size_t sent;
 
                 r = conn_send(c, iov, n, &sent);
@@ -458,12 +472,41 @@ void forward_conn_connected(Connection *c) {
         forward_conn_flush(c);
 }
 
+/* Adds the socket to the loop, once: after connect() succeeded or is in progress, never before (an
+ * unconnected stream socket polls as EPOLLHUP, which an edge-triggered watch would report at once). */
+static int conn_watch(Connection *c, uint32_t events) {
+        int r;
+
+        if (c->io)
+                return 0;
+        r = sd_event_add_io(c->up.pool->event, &c->io, c->fd, events, forward_conn_on_io, c);
+        if (r < 0)
+                return r;
+        c->io_events = events;
+        /* Worker sockets before client sockets and the client sides' defers: sd-event dispatches one source
+         * per iteration, and a client side's flush (its defer counts as pending since it was added) would
+         * otherwise follow each response alone. So the responses the workers have ready are all handed over
+         * first, and an h2 connection sends the ones that completed together in one write. This cannot
+         * starve the rest: each worker event completes or moves on a request a client sent, and more come
+         * only as clients get their turn. */
+        r = sd_event_source_set_priority(c->io, SD_EVENT_PRIORITY_NORMAL - 1);
+        if (r < 0) {
+                c->io = sd_event_source_disable_unref(c->io);
+                return r;
+        }
+        return 0;
+}
+
 static int conn_try_connect(Connection *c) {
         ForwardPool *p = c->up.pool;
+        int r;
 
         for (;;) {
                 p->stats.connects++;
                 if (connect(c->fd, (const struct sockaddr *) &p->addr, p->addr_len) == 0) {
+                        r = conn_watch(c, EPOLLIN | EPOLLRDHUP | EPOLLET);
+                        if (r < 0)
+                                return r;
                         forward_conn_connected(c);
                         return 0;
                 }
@@ -473,6 +516,9 @@ static int conn_try_connect(Connection *c) {
         }
         if (errno == EINPROGRESS) {
                 c->retry_at = 0;
+                r = conn_watch(c, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET);
+                if (r < 0)
+                        return r;
                 forward_conn_update_io(c);
                 forward_conn_timed_update(c);
                 return 0;
@@ -494,19 +540,12 @@ static int conn_try_connect(Connection *c) {
 
 static int conn_connect(Connection *c) {
         ForwardPool *p = c->up.pool;
-        int fd, r;
+        int fd;
 
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
-        r = sd_event_add_io(p->event, &c->io, fd, EPOLLOUT, forward_conn_on_io, c);
-        if (r < 0) {
-                safe_close(fd);
-                return r;
-        }
         c->fd = fd;
-        c->io_events = EPOLLOUT;
-        c->io_on = true;
         c->state = CONN_CONNECTING;
         c->connected = false;
         c->served = 0;

@@ -136,9 +136,14 @@ typedef struct Connection {
         Upstream up;
         ConnState state;
         int fd;
+        /* io is edge-triggered, added once connect() succeeded (an unconnected stream socket reports
+         * EPOLLHUP) and never disabled; an edge only says the socket changed, so its state is kept here.
+         * readable: input, EOF or an error may be waiting (set by an event, cleared once a read comes back
+         * short or with EAGAIN); rdhup: the worker's close was seen, so read on until EOF; write_blocked:
+         * the socket refused request bytes, EPOLLOUT is watched until it takes them. */
         sd_event_source *io;
         uint32_t io_events;
-        bool io_on;
+        bool readable, rdhup, write_blocked;
         bool connected;
         Link all_link, idle_link, timed_link, pending_link;
         bool in_timed;
@@ -242,6 +247,7 @@ int forward_conn_body_feed(Connection *c, const void *data, size_t size, bool la
 Body forward_body_of(const RequestHead *h);
 int forward_conn_attach(Connection *c, Exchange *x, usec_t started);
 void forward_conn_connected(Connection *c);
+void forward_conn_read_later(Connection *c);
 void forward_conn_start(Connection *c);
 void forward_conn_lost(Connection *c, int error, const char *what);
 void forward_conn_go_idle(Connection *c);
@@ -250,4 +256,5 @@ void forward_conn_timeout(Connection *c, usec_t now);
 /* forward-response.c: the response side */
 bool forward_conn_still(const Connection *c, const Exchange *x);
 bool forward_conn_parse(Connection *c);
+void forward_conn_read(Connection *c);
 int forward_conn_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata);

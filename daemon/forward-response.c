@@ -132,10 +132,8 @@ bool forward_conn_still(const Connection *c, const Exchange *x) {
 static void conn_after_sink(Connection *c, int r) {
         if (r < 0)
                 forward_conn_abandon(c);
-        else if (r > 0) {
-                c->response_paused = true;
-                forward_conn_update_io(c);
-        }
+        else if (r > 0)
+                c->response_paused = true; /* reading stops; the resume reads on (forward_response_resume) */
 }
 
 static void conn_deliver_head(Connection *c) {
@@ -184,9 +182,10 @@ static void conn_complete(Connection *c) {
         bool reuse;
 
         /* Reusable only when both messages ended cleanly and nothing else came: bytes after the
-         * response would be read as the next exchange's answer. */
+         * response would be read as the next exchange's answer. So the socket must be known empty, too
+         * (a last read that filled the buffer, or the worker's close seen, leave it readable). */
         reuse = http_should_keep_alive(&c->parser) && c->request_done && !c->write_broken &&
-                c->in_parsed == c->in_len && !p->dead;
+                c->in_parsed == c->in_len && !c->readable && !p->dead;
         p->counters.requests++;
         x = forward_conn_release(c);
         c->served++;
@@ -300,13 +299,21 @@ static void conn_eof(Connection *c) {
                                   " bytes of the response body", c->body_bytes);
 }
 
-static void conn_read(Connection *c) {
+/* Reads and parses while the socket has bytes and the client side takes them. Edge-triggered: c->readable
+ * is cleared only when the socket is known to be empty (EAGAIN, EOF, a read shorter than asked for unless
+ * the worker's close was already seen); after READS_PER_WAKEUP reads the socket waits for its next turn
+ * (forward_conn_read_later()), so that one fast response does not hold the loop. */
+void forward_conn_read(Connection *c) {
         ForwardPool *p = c->up.pool;
 
-        for (unsigned i = 0; i < READS_PER_WAKEUP; i++) {
+        for (unsigned i = 0; c->readable; i++) {
                 size_t space;
                 ssize_t n;
 
+                if (i == READS_PER_WAKEUP) {
+                        forward_conn_read_later(c);
+                        return;
+                }
                 if (c->in_len == FORWARD_RESPONSE_HEAD_MAX) {
                         /* only a head in progress keeps bytes across reads (forward_conn_parse) */
                         if (c->head_done)
@@ -323,14 +330,18 @@ static void conn_read(Connection *c) {
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
+                        c->readable = false;
                         if (errno != EAGAIN)
                                 forward_conn_lost(c, -errno, "reading the response failed");
                         return;
                 }
                 if (n == 0) {
+                        c->readable = false;
                         conn_eof(c);
                         return;
                 }
+                if ((size_t) n < space && !c->rdhup)
+                        c->readable = false;
                 c->in_len += (size_t) n;
                 p->stats.response_buffer_peak = MAX(p->stats.response_buffer_peak, c->in_len);
                 c->last_activity = forward_pool_now(p);
@@ -338,7 +349,7 @@ static void conn_read(Connection *c) {
                         c->response_started = true;
                         forward_conn_stop_retain(c);
                 }
-                if (!forward_conn_parse(c) || (size_t) n < space)
+                if (!forward_conn_parse(c))
                         return;
         }
 }
@@ -348,16 +359,25 @@ static void conn_idle_event(Connection *c) {
         char b;
         ssize_t n = recv(c->fd, &b, 1, MSG_DONTWAIT);
 
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+                c->readable = errno == EINTR;
                 return;
+        }
         log_debug("w%u: idle connection %s", c->up.pool->o.worker_id,
                   n > 0 ? "received unsolicited bytes, closing" : "closed by the worker");
         forward_conn_discard(c);
 }
 
 static void conn_io(Connection *c, uint32_t revents) {
+        if (revents & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+                c->readable = true; /* an error or a hang-up is what the next read reports */
+        if (revents & (EPOLLRDHUP | EPOLLHUP))
+                c->rdhup = true;
+        if (revents & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+                c->write_blocked = false;
         if (c->state == CONN_IDLE) {
-                conn_idle_event(c);
+                if (c->readable)
+                        conn_idle_event(c);
                 return;
         }
         if (c->state == CONN_CONNECTING) {
@@ -376,8 +396,8 @@ static void conn_io(Connection *c, uint32_t revents) {
                 return;
         if (revents & (EPOLLOUT | EPOLLERR | EPOLLHUP))
                 forward_conn_flush(c);
-        if (c->state == CONN_ACTIVE && !c->response_paused && (revents & (EPOLLIN | EPOLLERR | EPOLLHUP)))
-                conn_read(c);
+        if (c->state == CONN_ACTIVE && !c->response_paused && c->readable)
+                forward_conn_read(c);
 }
 
 int forward_conn_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {

@@ -218,6 +218,22 @@ static void put_xff_separator(Writer *w, bool any) {
                 put_lit(w, "X-Forwarded-For: ");
 }
 
+/* Dotted quad, as inet_ntop() writes it: glibc's formats IPv4 with sprintf(), a vfprintf per request. */
+static void format_ipv4(const uint8_t a[static 4], char out[static INET_ADDRSTRLEN]) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < 4; i++) {
+                if (i > 0)
+                        out[n++] = '.';
+                if (a[i] >= 100)
+                        out[n++] = (char) ('0' + a[i] / 100);
+                if (a[i] >= 10)
+                        out[n++] = (char) ('0' + a[i] / 10 % 10);
+                out[n++] = (char) ('0' + a[i] % 10);
+        }
+        out[n] = 0;
+}
+
 /* The client's own X-Forwarded-For (all of them, in order) and then the address it connected from. */
 static int put_forwarded_for(Writer *w, const Exchange *x) {
         const HeaderField *fields = x->req.fields;
@@ -226,11 +242,11 @@ static int put_forwarded_for(Writer *w, const Exchange *x) {
 
         if (x->peer.ss_family == AF_INET) {
                 const struct sockaddr_in *sin = (const struct sockaddr_in *) &x->peer;
-                (void) inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
+                format_ipv4((const uint8_t *) &sin->sin_addr, ip);
         } else if (x->peer.ss_family == AF_INET6) {
                 const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *) &x->peer;
                 if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr))
-                        (void) inet_ntop(AF_INET, sin6->sin6_addr.s6_addr + 12, ip, sizeof(ip));
+                        format_ipv4(sin6->sin6_addr.s6_addr + 12, ip);
                 else
                         (void) inet_ntop(AF_INET6, &sin6->sin6_addr, ip, sizeof(ip));
         }

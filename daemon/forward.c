@@ -196,8 +196,9 @@ static void pending_resume(Connection *c, unsigned what) {
         forward_conn_hold(c);
         if ((what & PENDING_RESPONSE_RESUME) && forward_conn_still(c, x)) {
                 c->last_activity = forward_pool_now(c->up.pool);
-                if (forward_conn_parse(c))
-                        forward_conn_update_io(c);
+                /* what is buffered first, then the socket: the edge for its bytes came while paused */
+                if (forward_conn_parse(c) && c->readable)
+                        forward_conn_read(c);
                 if (forward_conn_still(c, x))
                         forward_conn_timed_update(c);
         }

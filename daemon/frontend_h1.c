@@ -7,6 +7,12 @@
  * the connection's own teardown run only from this file's event handlers, so no caller ever returns into
  * freed memory.
  *
+ * The socket is edge-triggered (sd-event calls epoll_wait before every dispatch; level-triggered, every
+ * busy connection would be reported again each time): c->readable and c->write_blocked say what the socket
+ * can do, input is read until a read comes back short, output written until the socket refuses it, and a
+ * connection that stopped reading (flow control, a pipelined request waiting its turn) reads on by itself
+ * once it may, since no new edge will come for bytes already there.
+ *
  * Requests are answered strictly in order because only one exchange exists per connection: the parser is
  * paused on message completion and pipelined bytes wait in the read buffer until the response is
  * complete. Every head passes the byte pre-scan of frontend_h1_head.c before the (non-strict) parser sees
@@ -102,6 +108,11 @@ void h1_log_client_error(H1Connection *c, unsigned status, const char *reason) {
 void h1_schedule(H1Connection *c) {
         if (c->defer)
                 (void) sd_event_source_set_enabled(c->defer, SD_EVENT_ONESHOT);
+}
+
+static void unschedule(H1Connection *c) {
+        if (c->defer)
+                (void) sd_event_source_set_enabled(c->defer, SD_EVENT_OFF);
 }
 
 static void connection_ref(H1Connection *c) {
@@ -345,21 +356,25 @@ static bool process(H1Connection *c) {
 
 /* The exchange's response is complete (or failed): free it, then the next request or the end. */
 static void exchange_finish(H1Connection *c) {
-        bool complete = c->state == H1_WAIT;
+        bool complete = c->state == H1_WAIT, quiet = c->resp_quiet;
 
+        c->resp_quiet = false;
         c->x = exchange_free(c->x);
         c->resp = H1_RESPONSE_NONE;
         c->resp_paused = false;
         if (!complete || c->resp_short)
                 c->close_after = true; /* body not read to its end, or a response cut short */
-        if ((c->shutting_down || c->read_eof) && c->rpos == c->rend)
+        /* An exchange finished quietly was idle since its response went out: a shutdown since then gives
+         * it the idle connection's grace, not the end a response in flight gets. */
+        if (!quiet && (c->shutting_down || c->read_eof) && c->rpos == c->rend)
                 c->close_after = true;
         if (c->close_after) {
                 c->state = H1_DRAIN;
                 return;
         }
         c->state = H1_IDLE;
-        c->idle_start = h1_now(c);
+        if (!quiet)
+                c->idle_start = h1_now(c);
         /* Keep-alive memory stays small: what one big response or head grew is given back. */
         if (h1_wq_size(&c->wq) == 0 && c->wq.cap > H1_WRITE_KEEP)
                 h1_wq_done(&c->wq);
@@ -385,6 +400,11 @@ static usec_t deadline(const H1Connection *c) {
                 if (c->state == H1_PREFACE && c->shutting_down && c->rpos == c->rend)
                         d = MIN(d, usec_add(c->shutdown_at, h1_tunables.shutdown_grace));
                 break;
+        case H1_WAIT:
+                if (!c->x || c->resp != H1_RESPONSE_DONE)
+                        break;
+                /* answered, finished on the next event (h1_response_done()): idle meanwhile */
+                __attribute__((fallthrough));
         case H1_IDLE:
                 if (h1_wq_size(&c->wq) > 0)
                         break; /* the last response is still going out: the write timeout applies */
@@ -445,33 +465,6 @@ static bool want_read(const H1Connection *c) {
         }
 }
 
-static void update_io(H1Connection *c) {
-        uint32_t ev = 0;
-        int r;
-
-        if (!c->io)
-                return;
-        if (want_read(c))
-                ev |= EPOLLIN;
-        if (c->write_blocked && h1_wq_size(&c->wq) > 0)
-                ev |= EPOLLOUT;
-        if (ev == c->io_events)
-                return;
-        if (ev == 0)
-                r = sd_event_source_set_enabled(c->io, SD_EVENT_OFF); /* no EPOLLHUP loop while waiting */
-        else {
-                r = sd_event_source_set_io_events(c->io, ev);
-                if (r >= 0 && c->io_events == 0)
-                        r = sd_event_source_set_enabled(c->io, SD_EVENT_ON);
-        }
-        if (r < 0) {
-                log_warning_errno(r, "HTTP/1.1: cannot update the connection's events, closing: %m");
-                h1_connection_close(c);
-                return;
-        }
-        c->io_events = ev;
-}
-
 static void linger_start(H1Connection *c) {
         /* Closing with unread input makes TCP send RST, which can destroy our last response in the
          * client's receive buffer: shut the write side, then read and drop until EOF or the deadline. */
@@ -484,7 +477,12 @@ static void linger_start(H1Connection *c) {
         c->rpos = c->spos = c->rend = 0;
 }
 
-/* Moves the connection on after anything happened; only from an event handler. */
+static void read_input(H1Connection *c);
+
+/* Moves the connection on after anything happened; only from an event handler. Reading is one of its
+ * steps: while the socket is readable and the connection wants input, it reads on (bytes already in the
+ * socket bring no new edge), up to H1_ROUNDS steps, then yields to the others and runs again from the
+ * defer source. */
 static void advance(H1Connection *c) {
         bool more = true;
 
@@ -522,6 +520,10 @@ static void advance(H1Connection *c) {
                         linger_start(c);
                         continue;
                 }
+                if (c->readable && want_read(c)) {
+                        read_input(c);
+                        continue;
+                }
                 if (!c->body_resume && !c->flush_pending && !c->aborted) {
                         more = false;
                         break;
@@ -533,52 +535,88 @@ static void advance(H1Connection *c) {
          * out (one loop iteration less per request when the router answers at once). */
         if (more)
                 h1_schedule(c);
-        else if (c->defer)
-                (void) sd_event_source_set_enabled(c->defer, SD_EVENT_OFF);
-        update_io(c);
+        else
+                unschedule(c);
         update_timer(c);
 }
 
+/* The keep-alive case: the response is out and only the next request can move the connection on. Its edge
+ * comes to on_io(), whose advance() finishes this exchange first; a loop turn now just to free it would cost
+ * one more epoll_wait and dispatch per request. Meanwhile the connection counts as idle (deadline()).
+ * Anything else (pipelined bytes already read, a close, a shutdown, a resume) needs advance() without a new
+ * edge. */
+void h1_response_done(H1Connection *c) {
+        bool quiet = c->state == H1_WAIT && !c->closing && !c->broken && !c->aborted && !c->body_resume &&
+                     !c->close_after && !c->resp_short && !c->shutting_down && !c->read_eof &&
+                     !c->readable && c->rpos == c->rend && h1_wq_size(&c->wq) == 0;
+
+        if (!quiet) {
+                h1_schedule(c);
+                return;
+        }
+        unschedule(c); /* what the head and body pieces scheduled: their flush is done */
+        c->resp_quiet = true;
+        c->idle_start = h1_now(c);
+        update_timer(c);
+}
+
+/* One read. Edge-triggered: c->readable is cleared only when the socket is known to be empty: EAGAIN, EOF,
+ * or a read shorter than asked for (stream sockets fill what they can), unless the client's FIN was
+ * already seen, which no later edge would announce again. */
 static void read_input(H1Connection *c) {
+        size_t want;
         ssize_t n;
 
         if (c->state == H1_LINGER) {
-                n = recv(c->fd, c->rbuf, c->rcap, MSG_DONTWAIT);
-                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                want = c->rcap;
+                n = recv(c->fd, c->rbuf, want, MSG_DONTWAIT);
+                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
                         h1_connection_close(c);
-                return;
+                        return;
+                }
+        } else {
+                if (c->rpos == c->rend)
+                        c->rpos = c->spos = c->rend = 0;
+                else if (c->rend == c->rcap && c->rpos > 0) {
+                        memmove(c->rbuf, c->rbuf + c->rpos, c->rend - c->rpos);
+                        c->spos = c->spos > c->rpos ? c->spos - c->rpos : 0;
+                        c->rend -= c->rpos;
+                        c->rpos = 0;
+                }
+                if (c->rend == c->rcap)
+                        return;
+                want = c->rcap - c->rend;
+                n = recv(c->fd, c->rbuf + c->rend, want, MSG_DONTWAIT);
+                if (n > 0) {
+                        c->rend += (size_t) n;
+                        c->read_progress = h1_now(c);
+                } else if (n == 0) {
+                        c->read_eof = true;
+                        c->readable = false;
+                        return;
+                } else if (errno != EAGAIN && errno != EINTR) {
+                        (void) h1_mark_broken(c, -errno); /* ECONNRESET: nobody left to answer */
+                        return;
+                }
         }
-        if (c->rpos == c->rend)
-                c->rpos = c->spos = c->rend = 0;
-        else if (c->rend == c->rcap && c->rpos > 0) {
-                memmove(c->rbuf, c->rbuf + c->rpos, c->rend - c->rpos);
-                c->spos = c->spos > c->rpos ? c->spos - c->rpos : 0;
-                c->rend -= c->rpos;
-                c->rpos = 0;
-        }
-        if (c->rend == c->rcap)
-                return;
-        n = recv(c->fd, c->rbuf + c->rend, c->rcap - c->rend, MSG_DONTWAIT);
-        if (n > 0) {
-                c->rend += (size_t) n;
-                c->read_progress = h1_now(c);
-        } else if (n == 0)
-                c->read_eof = true;
-        else if (errno != EAGAIN && errno != EINTR)
-                (void) h1_mark_broken(c, -errno); /* ECONNRESET: nobody left to answer */
+        if (n < 0)
+                c->readable = errno != EAGAIN; /* EINTR: try again */
+        else if ((size_t) n < want && !c->rdhup)
+                c->readable = false;
 }
 
 static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         H1Connection *c = userdata;
 
+        if (revents & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+                c->readable = true; /* an error or a hang-up is what the next read reports */
+        if (revents & (EPOLLRDHUP | EPOLLHUP))
+                c->rdhup = true;
         connection_ref(c);
         if ((revents & (EPOLLOUT | EPOLLERR | EPOLLHUP)) && c->write_blocked) {
                 c->write_blocked = false;
                 (void) h1_flush(c);
         }
-        if ((revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) && (c->io_events & EPOLLIN) && !c->closing &&
-            !c->broken)
-                read_input(c);
         if (!c->closing)
                 advance(c);
         connection_unref(c);
@@ -703,10 +741,10 @@ int frontend_h1_accept(Frontend *fe, int fd, const struct sockaddr_storage *peer
         if (c->fc.peer.ss_family == AF_INET || c->fc.peer.ss_family == AF_INET6)
                 (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int) { 1 }, sizeof(int));
 
-        r = sd_event_add_io(e, &c->io, fd, EPOLLIN, on_io, c);
+        /* Once for the connection's life: bytes already there when it is added are reported at once. */
+        r = sd_event_add_io(e, &c->io, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, on_io, c);
         if (r < 0)
                 goto fail;
-        c->io_events = EPOLLIN;
         r = sd_event_add_time(e, &c->timer, CLOCK_MONOTONIC, 0, H1_TIMER_ACCURACY, on_timer, c);
         if (r < 0)
                 goto fail;

@@ -199,12 +199,17 @@ typedef struct H1Connection {
         unsigned n_ref;
         unsigned nesting; /* inside a ClientOps call or a call out to the router: teardown waits */
         int fd;
+        /* io is edge-triggered and registered once for everything: an edge only says the socket changed,
+         * so what it can do now is tracked here. readable: input (or EOF, an error) may be waiting; set by
+         * an event, cleared once a read comes back short or with EAGAIN. write_blocked: the socket refused
+         * bytes; cleared by the next EPOLLOUT. Whoever makes want_read() true again (a resume, the end of an
+         * exchange) is inside advance(), which reads on while both hold: no edge comes for old bytes. */
         sd_event_source *io, *timer, *defer;
-        uint32_t io_events; /* current mask; 0 = source off */
         usec_t timer_armed; /* USEC_INFINITY = off */
 
         H1State state;
         bool registered, closing, released, broken, aborted;
+        bool readable, rdhup; /* rdhup: the client's FIN was seen, so a short read no longer means empty */
         bool shutting_down, read_eof, write_blocked, flush_pending;
         bool close_after; /* no further request on this connection */
         unsigned n_requests;
@@ -237,6 +242,7 @@ typedef struct H1Connection {
         Exchange *x;
         bool body_paused, body_resume, body_refused, continue_sent;
         H1Response resp;
+        bool resp_quiet; /* complete and written; the exchange is finished on the next event */
         H1Framing framing;
         uint64_t resp_remaining;
         bool resp_paused, resp_short;
@@ -256,6 +262,10 @@ static inline size_t h1_wq_size(const H1WriteQueue *q) {
 usec_t h1_now(H1Connection *c);
 /* Runs advance() from the loop soon (the defer source; cheap when already pending). */
 void h1_schedule(H1Connection *c);
+/* Called by response_end once the response is queued: either the exchange is finished on the connection's
+ * next event (the keep-alive case: the next request's arrival; no loop turn of its own), or, when something
+ * must happen without one (pipelined bytes, a close, a shutdown), advance() is scheduled. */
+void h1_response_done(H1Connection *c);
 /* Ends the connection: no more I/O at once; the exchange and the registration go as soon as no caller
  * is inside us. Idempotent until released. */
 void h1_connection_close(H1Connection *c);

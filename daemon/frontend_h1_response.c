@@ -170,6 +170,30 @@ static size_t format_u64(char buf[static 21], uint64_t v) {
         return i;
 }
 
+/* Appends s at buf + at; returns the new end. The callers' buffers are sized for their longest lines. */
+static size_t put_str(char *buf, size_t at, const char *s) {
+        size_t n = strlen(s);
+
+        memcpy(buf + at, s, n + 1);
+        return at + n;
+}
+
+/* A chunk-size line ("%zx\r\n" without a vfprintf per body piece). */
+static size_t format_chunk_line(char buf[static 24], size_t size) {
+        static const char digits[] = "0123456789abcdef";
+        char tmp[16];
+        size_t n = 0, i = 0;
+
+        do
+                tmp[n++] = digits[size & 15];
+        while ((size >>= 4) > 0);
+        while (n > 0)
+                buf[i++] = tmp[--n];
+        buf[i++] = '\r';
+        buf[i++] = '\n';
+        return i;
+}
+
 static const char *status_line_version(const H1Connection *c) {
         return c->head.http_major == 1 && c->head.http_minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ";
 }
@@ -283,9 +307,10 @@ static int queue_result(H1Connection *c) {
 
 static int on_response_head(Exchange *x, const ResponseHead *h) {
         H1Connection *c = client_of(x);
-        char fixed[96], num[21];
+        char fixed[96], num[21]; /* the longest: Content-Length (38 bytes), then Connection (24) */
         bool no_body, informative_length;
-        int k = 0, r;
+        size_t k = 0;
+        int r;
 
         if (!c)
                 return -ECONNRESET;
@@ -310,19 +335,19 @@ static int on_response_head(Exchange *x, const ResponseHead *h) {
             ((c->shutting_down || c->read_eof) && !pipelined_pending(c)))
                 c->close_after = true;
 
+        fixed[0] = 0;
         if (c->framing == H1_FRAMING_LENGTH || (no_body && informative_length)) {
                 format_u64(num, h->content_length);
-                k = snprintf(fixed, sizeof fixed, "Content-Length: %s\r\n", num);
+                k = put_str(fixed, put_str(fixed, 0, "Content-Length: "), num);
+                k = put_str(fixed, k, "\r\n");
         } else if (c->framing == H1_FRAMING_CHUNKED)
-                k = snprintf(fixed, sizeof fixed, "Transfer-Encoding: chunked\r\n");
+                k = put_str(fixed, 0, "Transfer-Encoding: chunked\r\n");
         else if (no_body && !c->head.head_method && h->status >= 200 && h->status != 204 && h->status != 304)
-                k = snprintf(fixed, sizeof fixed, "Content-Length: 0\r\n");
+                k = put_str(fixed, 0, "Content-Length: 0\r\n");
         if (c->close_after)
-                snprintf(fixed + k, sizeof fixed - (size_t) k, "Connection: close\r\n");
+                (void) put_str(fixed, k, "Connection: close\r\n");
         else if (c->head.http_minor == 0)
-                snprintf(fixed + k, sizeof fixed - (size_t) k, "Connection: keep-alive\r\n");
-        else
-                fixed[k] = 0;
+                (void) put_str(fixed, k, "Connection: keep-alive\r\n");
 
         r = queue_head(c, &(HeadParts) {
                                   .status = h->status,
@@ -367,8 +392,8 @@ static int on_response_body(Exchange *x, const void *data, size_t size) {
         }
         c->nesting++;
         if (c->framing == H1_FRAMING_CHUNKED) {
-                int k = snprintf(chunk, sizeof chunk, "%zx\r\n", size);
-                pieces[n++] = (struct iovec) { .iov_base = chunk, .iov_len = (size_t) k };
+                size_t k = format_chunk_line(chunk, size);
+                pieces[n++] = (struct iovec) { .iov_base = chunk, .iov_len = k };
         }
         pieces[n++] = (struct iovec) { .iov_base = (void *) data, .iov_len = size };
         if (c->framing == H1_FRAMING_CHUNKED)
@@ -418,7 +443,7 @@ static int on_response_end(Exchange *x) {
         c->resp = H1_RESPONSE_DONE;
         if (!c->broken)
                 (void) h1_flush(c);
-        h1_schedule(c);
+        h1_response_done(c);
         c->nesting--;
         return c->broken ? -EPIPE : 0;
 }
@@ -451,7 +476,7 @@ static void on_response_error(Exchange *x, unsigned status, unsigned retry_after
         c->resp = H1_RESPONSE_DONE;
         if (!c->broken)
                 (void) h1_flush(c);
-        h1_schedule(c);
+        h1_response_done(c);
         c->nesting--;
 }
 

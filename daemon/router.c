@@ -59,6 +59,16 @@ static bool request_id_valid(const char *v, size_t n) {
         return true;
 }
 
+/* 16 lowercase hex digits of v, as "%016llx" would write them (which costs a vfprintf per request). */
+static void put_hex64(char out[static 16], uint64_t v) {
+        static const char digits[] = "0123456789abcdef";
+
+        for (int i = 15; i >= 0; i--, v >>= 4)
+                out[i] = digits[v & 15];
+}
+
+_Static_assert(sizeof(((Exchange *) NULL)->id) == 33, "a generated request id is 32 hex digits");
+
 static void assign_request_id(Frontend *fe, Exchange *x) {
         const HeaderField *f = header_find(x->req.fields, x->req.n_fields, "x-request-id");
 
@@ -67,8 +77,19 @@ static void assign_request_id(Frontend *fe, Exchange *x) {
                 x->id[f->value_len] = 0;
                 return;
         }
-        snprintf(x->id, sizeof x->id, "%016llx%016llx", (unsigned long long) next_random(fe),
-                 (unsigned long long) next_random(fe));
+        put_hex64(x->id, next_random(fe));
+        put_hex64(x->id + 16, next_random(fe));
+        x->id[32] = 0;
+}
+
+/* The loop's time of this iteration: what the client side stamps its exchanges with, without a clock read
+ * per call. */
+static usec_t router_now(Frontend *fe) {
+        usec_t t;
+
+        if (!fe->event || sd_event_now(fe->event, CLOCK_MONOTONIC, &t) < 0)
+                return now_usec(CLOCK_MONOTONIC);
+        return t;
 }
 
 static bool peer_trusted(const Frontend *fe, const struct sockaddr_storage *peer) {
@@ -204,7 +225,7 @@ static void start_on(Frontend *fe, Exchange *x, Worker *w) {
         x->state = EXCHANGE_FORWARDING;
         r = forward_start(w->forward, x);
         if (r < 0) {
-                surface_request_close(&fe->surface, x, now_usec(CLOCK_MONOTONIC));
+                surface_request_close(&fe->surface, x, router_now(fe));
                 sync_worker_open(fe, w->id);
                 x->state = EXCHANGE_NEW;
                 if (r == -EBADMSG || r == -EINVAL)
@@ -293,7 +314,7 @@ Exchange *exchange_new(Frontend *fe, const ClientOps *ops, void *client_data) {
         x->frontend = fe;
         x->client = ops;
         x->client_data = client_data;
-        x->started = now_usec(CLOCK_MONOTONIC);
+        x->started = router_now(fe);
         return x;
 }
 
@@ -324,11 +345,12 @@ static void held_body_free(Exchange *x) {
 }
 
 static void request_closed(Frontend *fe, Exchange *x) {
-        SurfaceUser *u = x->user ? surface_user_get(&fe->surface, x->user) : NULL;
+        SurfaceUser *u;
 
         if (!x->key[0])
-                return;
-        surface_request_close(&fe->surface, x, now_usec(CLOCK_MONOTONIC));
+                return; /* closed already (the response ended, then the client side freed it) */
+        u = x->user ? surface_user_get(&fe->surface, x->user) : NULL;
+        surface_request_close(&fe->surface, x, router_now(fe));
         sync_worker_open(fe, x->worker);
         if (u && u->open == 0)
                 move_user_quiesced(fe, u);

@@ -200,6 +200,8 @@ static int fake_on_accept(sd_event_source *s, int fd, uint32_t revents, void *us
         c->w = w;
         c->fd = cfd;
         c->index = w->accepts++;
+        if (w->sndbuf > 0 && setsockopt(cfd, SOL_SOCKET, SO_SNDBUFFORCE, &w->sndbuf, sizeof(w->sndbuf)) < 0)
+                (void) setsockopt(cfd, SOL_SOCKET, SO_SNDBUF, &w->sndbuf, sizeof(w->sndbuf));
         http_parser_init(&c->parser, HTTP_REQUEST);
         c->parser.data = c;
         assert_true(sd_event_add_io(w->event, &c->io, cfd, EPOLLIN, fake_on_io, c) >= 0);

@@ -47,6 +47,7 @@ struct FakeWorker {
         FakeAction (*decide)(FakeConn *c); /* per complete request; NULL: FAKE_ANSWER */
         usec_t delay;                      /* answer this long after the request */
         bool echo;                         /* answer with the request body, as it arrives */
+        int sndbuf;                        /* > 0: send buffer of accepted sockets (forced when root) */
 };
 
 /* Bound to path dir/w.sock; listening (and accepting) or bound only (connect is refused). */

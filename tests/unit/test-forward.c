@@ -175,6 +175,14 @@ static const SerializeCase serialize_cases[] = {
                             "X-Forwarded-Proto: http\r\nX-Request-Id: r6\r\n\r\n",
         },
         {
+                .name = "IPv4 octets of every width, zeros included",
+                .method = "GET", .target = "/", .authority = "app.test",
+                .peer = "10.200.0.255", .id = "r6b",
+                .expected = "GET / HTTP/1.1\r\nHost: app.test\r\n"
+                            "X-Forwarded-For: 10.200.0.255\r\n"
+                            "X-Forwarded-Proto: http\r\nX-Request-Id: r6b\r\n\r\n",
+        },
+        {
                 .name = "body of unknown length re-chunked",
                 .method = "POST", .target = "/up", .authority = "app.test",
                 .fields = { { "content-type", "application/octet-stream" } },
@@ -1456,6 +1464,79 @@ static void test_forward_response_resume_after_head_pause(void **state) {
         fake_worker_done(&w);
 }
 
+/* Edge-triggered reading: the whole response waits in the socket while the client side is paused, so no
+ * new edge comes for it; the resume must read it all by itself. With a send buffer far above 16 reads of
+ * the read buffer (root may force one), the reads also stop for fairness and go on in the socket's next
+ * turn. */
+static int pause_first_piece(FakeExchange *f, const void *data, size_t size) {
+        return f->body_len == size ? 1 : 0; /* this piece is the first */
+}
+
+static void test_forward_response_resume_reads_what_waits_in_the_socket(void **state) {
+        const size_t size = 3 * 1024 * 1024;
+        _cleanup_free_ char *response = malloc(size + 128);
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+        int n;
+
+        assert_non_null(response);
+        n = snprintf(response, 128, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", size);
+        for (size_t i = 0; i < size; i++)
+                response[n + i] = (char) ('a' + i % 26);
+        response[n + size] = 0;
+        fake_worker_init(&w, event, true);
+        w.response = response;
+        w.sndbuf = 8 * 1024 * 1024;
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&f, "/", "big");
+        f.on_body = pause_first_piece;
+        assert_int_equal(forward_start(p, &f.x), 0);
+        RUN_UNTIL(f.body_len > 0);
+        run_for(50 * USEC_PER_MSEC); /* the worker writes what the socket takes, then waits */
+        assert_int_equal(f.ends, 0);
+        assert_true(f.body_len < size);
+
+        f.on_body = NULL;
+        forward_response_resume(&f.x);
+        RUN_UNTIL(fake_exchange_finished(&f));
+        assert_int_equal(f.ends, 1);
+        assert_int_equal(f.body_len, size);
+        assert_memory_equal(f.body, response + n, size);
+        second_get(p, &w, 1);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+/* A response that arrived whole: its connection goes idle without a loop wake-up of its own, and an idle
+ * connection the worker closes is noticed from that single edge. */
+static void test_forward_idle_connection_is_quiet(void **state) {
+        FakeWorker w;
+        FakeExchange f;
+        ForwardPool *p;
+        unsigned dispatched = 0;
+
+        fake_worker_init(&w, event, true);
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(&f, "/", "quiet");
+        assert_int_equal(forward_start(p, &f.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&f));
+        assert_int_equal(forward_pool_counters(p)->idle, 1);
+        for (unsigned i = 0; i < 6; i++) {
+                int r = sd_event_run(event, 5 * USEC_PER_MSEC);
+                assert_true(r >= 0);
+                dispatched += r > 0;
+        }
+        assert_true(dispatched <= 1); /* the one edge of the response's last read, at most */
+
+        fake_conn_close(fake_conn(&w, 0));
+        RUN_UNTIL(forward_pool_counters(p)->connections == 0);
+        fake_exchange_done(&f);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
 static void test_forward_pool_idle_timeout_closes_connections(void **state) {
         FakeWorker w;
         FakeExchange f;
@@ -1697,6 +1778,8 @@ int main(void) {
                 LOOP_TEST(test_forward_detach_inside_body_callout),
                 LOOP_TEST(test_forward_pool_counters_track_exchanges),
                 LOOP_TEST(test_forward_response_resume_after_head_pause),
+                LOOP_TEST(test_forward_response_resume_reads_what_waits_in_the_socket),
+                LOOP_TEST(test_forward_idle_connection_is_quiet),
                 LOOP_TEST(test_forward_pool_idle_timeout_closes_connections),
                 LOOP_TEST(test_forward_pool_worker_closes_idle_connection),
                 LOOP_TEST(test_forward_pool_drain_finishes_busy_then_closes),

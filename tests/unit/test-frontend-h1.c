@@ -972,6 +972,182 @@ static void test_frontend_h1_accept_write_timeout(void **state) {
         t_done(&t);
 }
 
+/* ---- edge-triggered readiness over TCP ------------------------------------------------------------
+ * Over the socketpair above, every read by the client raises EPOLLOUT on our end, an edge that would hide a
+ * connection waiting for one that never comes. TCP signals room only after a write found none, as in
+ * production, so these tests see whether the connection moves on by itself. */
+
+static void t_init_tcp(T *t) {
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        struct sockaddr_storage ss = {};
+        socklen_t len = sizeof sa;
+        _cleanup_close_ int l = -EBADF;
+        int fd;
+
+        *t = (T) {};
+        h1_tunables = tunables_default;
+        assert_int_equal(fake_frontend_new(&t->fe), 0);
+        l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(l >= 0);
+        assert_int_equal(bind(l, (struct sockaddr *) &sa, sizeof sa), 0);
+        assert_int_equal(listen(l, 1), 0);
+        assert_int_equal(getsockname(l, (struct sockaddr *) &sa, &len), 0);
+        t->client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(t->client >= 0);
+        assert_int_equal(connect(t->client, (struct sockaddr *) &sa, sizeof sa), 0);
+        assert_int_equal(fcntl(t->client, F_SETFL, O_NONBLOCK), 0);
+        len = sizeof ss;
+        fd = accept4(l, (struct sockaddr *) &ss, &len, SOCK_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(frontend_h1_accept(t->fe, fd, &ss), 0);
+}
+
+/* Loop iterations that dispatched something, over n timed-out waits. */
+static unsigned t_dispatches(T *t, unsigned n) {
+        unsigned k = 0;
+
+        for (unsigned i = 0; i < n; i++) {
+                int r = sd_event_run(t->fe->event, 5 * MSEC);
+                assert_true(r >= 0);
+                k += r > 0;
+        }
+        return k;
+}
+
+/* Answered from outside the loop, as the forward side does: the keep-alive connection then makes no loop
+ * iteration of its own; the exchange is finished when the next request comes. */
+static void test_frontend_h1_edge_keep_alive_response_is_quiet(void **state) {
+        FakeExchange *f;
+        Resp r;
+        T t;
+
+        t_init_tcp(&t);
+        t_send(&t, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\n");
+        t_wait_begun(&t, 1);
+        f = fake_begun(t.fe, 0);
+        (void) t_dispatches(&t, 2);
+        assert_int_equal(fake_respond(f->x, 200, "one", true), 0);
+        t_response(&t, &r);
+        assert_string_equal(r.body, "one");
+        resp_done(&r);
+        assert_int_equal(t_dispatches(&t, 6), 0);
+        assert_false(f->freed);
+
+        t_send(&t, "GET /2 HTTP/1.1\r\nHost: a\r\n\r\n");
+        t_wait_begun(&t, 2);
+        assert_true(f->freed);
+        assert_int_equal(t.fe->n_live, 1);
+        assert_int_equal(fake_respond(fake_begun(t.fe, 1)->x, 200, "two", true), 0);
+        t_response(&t, &r);
+        assert_string_equal(r.body, "two");
+        resp_done(&r);
+        t_done(&t);
+}
+
+/* A pipelined request already read waits for the response before it; then it starts without a new edge. */
+static void test_frontend_h1_edge_pipelined_request_starts_by_itself(void **state) {
+        Resp r;
+        T t;
+
+        t_init_tcp(&t);
+        t_send(&t, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n");
+        t_wait_begun(&t, 1);
+        assert_int_equal(t_dispatches(&t, 4), 0);
+        assert_int_equal(t.fe->n_begun, 1);
+        assert_int_equal(fake_respond(fake_begun(t.fe, 0)->x, 200, "one", true), 0);
+        t_wait_begun(&t, 2);
+        assert_int_equal(fake_respond(fake_begun(t.fe, 1)->x, 200, "two", true), 0);
+        t_response(&t, &r);
+        assert_string_equal(r.body, "one");
+        resp_done(&r);
+        t_response(&t, &r);
+        assert_string_equal(r.body, "two");
+        resp_done(&r);
+        t_done(&t);
+}
+
+/* More pipelined requests than the read buffer holds, all sent at once: the connection stops reading
+ * while the buffer is full and reads the rest from the socket itself as requests are answered. */
+static void test_frontend_h1_edge_pipelined_beyond_the_read_buffer(void **state) {
+        const unsigned n = 1500; /* about 45 KiB of requests */
+        size_t len = 0;
+        _cleanup_free_ char *all = malloc(n * 40);
+        Resp r;
+        T t;
+
+        assert_non_null(all);
+        for (unsigned i = 0; i < n; i++)
+                len += (size_t) sprintf(all + len, "GET /%u HTTP/1.1\r\nHost: a\r\n\r\n", i);
+        t_init_tcp(&t);
+        t.fe->on_begin = respond_now;
+        t_send_n(&t, all, len);
+        for (unsigned i = 0; i < n; i++) {
+                t_response(&t, &r);
+                assert_int_equal(r.status, 200);
+                resp_done(&r);
+        }
+        assert_int_equal(t.fe->n_begun, n);
+        assert_string_equal(fake_begun(t.fe, n - 1)->head.target, "/1499");
+        t_done(&t);
+}
+
+/* A body paused by flow control while all of it waits in the socket: the resume reads it by itself. */
+static void test_frontend_h1_edge_body_resume_reads_the_socket(void **state) {
+        const size_t size = 256 * 1024;
+        _cleanup_free_ char *body = malloc(size);
+        FakeExchange *f;
+        char head[128];
+        T t;
+
+        assert_non_null(body);
+        memset(body, 'b', size);
+        t_init_tcp(&t);
+        t.fe->request_body_result = 1;
+        (void) snprintf(head, sizeof head, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: %zu\r\n\r\n",
+                        size);
+        t_send(&t, head);
+        t_wait_begun(&t, 1);
+        f = fake_begun(t.fe, 0);
+        t_send_n(&t, body, size);
+        (void) t_dispatches(&t, 4);
+        assert_true(f->body_len < size);
+        assert_int_equal(t_dispatches(&t, 4), 0); /* paused: no wake-ups for the bytes waiting */
+
+        t.fe->request_body_result = 0;
+        f->x->client->request_body_resume(f->x);
+        t_run(&t, 50 * MSEC);
+        assert_int_equal(f->body_len, size);
+        assert_true(f->request_ended);
+        t_done(&t);
+}
+
+/* A shutdown after a quiet keep-alive response finds an idle connection: it gets the idle grace (a next
+ * request is answered, with Connection: close), not the end of a response in flight. */
+static void test_frontend_h1_edge_shutdown_after_quiet_response_keeps_grace(void **state) {
+        Resp r;
+        T t;
+
+        t_init_tcp(&t);
+        h1_tunables.shutdown_grace = 500 * MSEC;
+        t_send(&t, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\n");
+        t_wait_begun(&t, 1);
+        assert_int_equal(fake_respond(fake_begun(t.fe, 0)->x, 200, "one", true), 0);
+        t_response(&t, &r);
+        assert_null(resp_field(&r, "Connection"));
+        resp_done(&r);
+        t_connection(&t)->ops->shutdown(t_connection(&t));
+        t_run(&t, 50 * MSEC);
+        assert_false(t.eof);
+        t.fe->on_begin = respond_now;
+        t_send(&t, "GET /2 HTTP/1.1\r\nHost: a\r\n\r\n");
+        t_response(&t, &r);
+        assert_int_equal(r.status, 200);
+        assert_field_equal((&r, "Connection"), "close");
+        resp_done(&r);
+        t_wait_eof(&t);
+        t_done(&t);
+}
+
 /* ---- HTTP/2 hand-over ------------------------------------------------------------------------------ */
 
 static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -1694,6 +1870,11 @@ int main(void) {
                 cmocka_unit_test(test_frontend_h1_accept_prior_knowledge_preface),
                 cmocka_unit_test(test_frontend_h1_accept_preface_byte_by_byte),
                 cmocka_unit_test(test_frontend_h1_accept_preface_lookalike_is_http1),
+                cmocka_unit_test(test_frontend_h1_edge_keep_alive_response_is_quiet),
+                cmocka_unit_test(test_frontend_h1_edge_pipelined_request_starts_by_itself),
+                cmocka_unit_test(test_frontend_h1_edge_pipelined_beyond_the_read_buffer),
+                cmocka_unit_test(test_frontend_h1_edge_body_resume_reads_the_socket),
+                cmocka_unit_test(test_frontend_h1_edge_shutdown_after_quiet_response_keeps_grace),
                 cmocka_unit_test(test_frontend_h1_accept_upgrade_h2c),
                 cmocka_unit_test(test_frontend_h1_accept_upgrade_h2c_with_body_ignored),
                 cmocka_unit_test(test_frontend_h1_accept_upgrade_h2c_bad_settings_ignored),
