@@ -60,6 +60,11 @@ ssize_t pread_string(int fd, char *buf, size_t size) {
                 if (n == 0)
                         break;
                 done += (size_t) n;
+                /* Regular files and the kernel's cgroup and proc files fill a read as far as they can, so
+                 * a short one was the end: no second pread() to see 0 (half the system calls of a sensor
+                 * tick). */
+                if (done < size - 1)
+                        break;
         }
         buf[done] = 0;
         return (ssize_t) done;

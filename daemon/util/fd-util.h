@@ -9,7 +9,8 @@
 int loop_write(int fd, const void *buf, size_t size);
 
 /* Reads a small file from offset 0 into buf and NUL-terminates it; returns the length or -errno.
- * -EFBIG when the file does not fit in size-1 bytes. */
+ * -EFBIG when the file does not fit in size-1 bytes. For regular files and kernel pseudo-files (cgroupfs,
+ * procfs), whose reads return less than asked only at the end; not for pipes or sockets. */
 ssize_t pread_string(int fd, char *buf, size_t size);
 
 /* Opens path relative to dir_fd (AT_FDCWD allowed) and reads it like pread_string(). */
