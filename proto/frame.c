@@ -67,26 +67,26 @@ static int take_header(FrameDecoder *d) {
         return 0;
 }
 
-static int reserve_body(FrameDecoder *d) {
+/* Room for the body's next n bytes. It grows with what arrives (doubling, from 64 KiB) rather than to the
+ * announced size at once, so a peer that announces 16 MiB and sends 5 bytes pins 64 KiB, not 16 MiB. */
+static int reserve_body(FrameDecoder *d, size_t n) {
+        size_t want = d->body_have + n, cap;
         uint8_t *p;
 
-        if (d->body_allocated >= d->body_size)
+        if (d->body_allocated >= want)
                 return 0;
-        p = realloc(d->body, d->body_size);
+        cap = MIN(d->body_size, MAX(want, MAX(2 * d->body_allocated, (size_t) BODY_KEEP_MAX)));
+        p = realloc(d->body, cap);
         if (!p)
                 return -ENOMEM;
         d->body = p;
-        d->body_allocated = d->body_size;
+        d->body_allocated = cap;
         return 0;
 }
 
-int frame_decoder_feed(FrameDecoder *d, const void *data, size_t size, size_t *ret_consumed, Frame **ret_frame) {
-        const uint8_t *p = data;
-        size_t used = 0;
+static int feed(FrameDecoder *d, const uint8_t *p, size_t size, size_t *ret_consumed, Frame **ret_frame) {
+        size_t used = 0, n;
         int r;
-
-        *ret_consumed = 0;
-        *ret_frame = NULL;
 
         while (d->header_have < FRAME_HEADER_SIZE) {
                 if (used == size)
@@ -105,12 +105,12 @@ int frame_decoder_feed(FrameDecoder *d, const void *data, size_t size, size_t *r
                         reset_for_next(d);
                         return r;
                 }
-                r = reserve_body(d);
-                if (r < 0)
-                        return r;
         }
 
-        size_t n = MIN(size - used, d->body_size - d->body_have);
+        n = MIN(size - used, d->body_size - d->body_have);
+        r = reserve_body(d, n);
+        if (r < 0)
+                return r;
         if (n > 0)
                 memcpy(d->body + d->body_have, p + used, n);
         d->body_have += n;
@@ -121,6 +121,20 @@ int frame_decoder_feed(FrameDecoder *d, const void *data, size_t size, size_t *r
 
         r = unpack(d->body, d->body_size, ret_frame);
         reset_for_next(d);
+        return r;
+}
+
+int frame_decoder_feed(FrameDecoder *d, const void *data, size_t size, size_t *ret_consumed, Frame **ret_frame) {
+        int r;
+
+        *ret_consumed = 0;
+        *ret_frame = NULL;
+        /* an error leaves the stream out of step (or a buffer short of the announced size): it sticks */
+        if (d->error < 0)
+                return d->error;
+        r = feed(d, data, size, ret_consumed, ret_frame);
+        if (r < 0)
+                d->error = r;
         return r;
 }
 

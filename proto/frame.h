@@ -26,6 +26,7 @@ typedef struct FrameDecoder {
         size_t body_have;
         uint8_t *body;
         size_t body_allocated;
+        int error; /* the first error, returned again by every later feed */
 } FrameDecoder;
 
 void frame_decoder_init(FrameDecoder *d, size_t max_size);
@@ -34,7 +35,7 @@ void frame_decoder_done(FrameDecoder *d);
 /* Consumes bytes from data until one frame completes or the input ends; *ret_consumed says how many.
  * Returns 1 with *ret_frame set (free with frame_free()) when a frame completed, 0 when more input is
  * needed, -EMSGSIZE when the announced length exceeds max_size, -EBADMSG when the body does not decode
- * or carries no known body. After an error the decoder is unusable until frame_decoder_done(). */
+ * or carries no known body. An error sticks: every later call returns it until frame_decoder_done(). */
 int frame_decoder_feed(FrameDecoder *d, const void *data, size_t size, size_t *ret_consumed, Frame **ret_frame);
 
 /* True while a frame is partially received (a peer closing now truncated it). */

@@ -250,12 +250,30 @@ static void test_frame_decoder_feed_oversize(void **state) {
         assert_int_equal(frame_decoder_feed(&d, hostile, sizeof hostile, &used, &out), -EMSGSIZE);
         assert_null(out);
         assert_null(d.body); /* nothing was allocated for it */
+        /* the error sticks: the stream is out of step, nothing after it is taken for a frame */
+        assert_int_equal(frame_decoder_feed(&d, hostile + 4, 1, &used, &out), -EMSGSIZE);
+        assert_int_equal(used, 0);
         frame_decoder_done(&d);
 
         /* just over a small configured maximum */
         const uint8_t over[] = { 0, 0, 0x01, 0x01 };
         frame_decoder_init(&d, 256);
         assert_int_equal(frame_decoder_feed(&d, over, sizeof over, &used, &out), -EMSGSIZE);
+        frame_decoder_done(&d);
+}
+
+/* A length at the maximum with a few bytes behind it: the buffer grows with what arrives, so a peer that
+ * announces much and sends little holds little. */
+static void test_frame_decoder_feed_announced_large_allocates_what_arrives(void **state) {
+        const uint8_t big[] = { 0x01, 0x00, 0x00, 0x00, 0x0a, 0x00, 0x12 }; /* 16 MiB announced */
+        FrameDecoder d;
+        Frame *out = NULL;
+        size_t used;
+
+        frame_decoder_init(&d, 0);
+        assert_int_equal(frame_decoder_feed(&d, big, sizeof big, &used, &out), 0);
+        assert_int_equal(used, sizeof big);
+        assert_true(d.body_allocated <= 64U * 1024U);
         frame_decoder_done(&d);
 }
 
@@ -357,6 +375,71 @@ static void test_frame_decoder_feed_random_garbage(void **state) {
         print_message("garbage: %u refused, %u happened to decode\n", errors, frames);
 }
 
+/* Garbage that looks like frames: every kind of message, encoded, then bytes flipped, replaced, dropped or
+ * added behind a length prefix that matches, so protobuf-c's decoder sees nearly valid input. Whatever
+ * decodes must encode again (no half-built message escapes); nothing may crash or leak under ASan. */
+static void test_frame_decoder_feed_mutated_frames(void **state) {
+        _Alignas(max_align_t) uint8_t storage[1024];
+        uint32_t seed = 0x2545f491;
+        unsigned refused = 0, decoded = 0;
+
+        for (unsigned i = 0; i < 20000; i++) {
+                _cleanup_free_ uint8_t *enc = NULL;
+                uint8_t buf[1024];
+                size_t len, body;
+                FrameDecoder d;
+                Frame f, *out = NULL;
+                int r;
+
+                assert_true(make_frame(i % 9, &f, storage));
+                assert_int_equal(frame_encode(&f, 0, &enc, &len), 0);
+                assert_true(len + 8 <= sizeof buf);
+                memcpy(buf, enc, len);
+                for (unsigned m = 1 + xorshift(&seed) % 4; m > 0; m--) {
+                        size_t at = FRAME_HEADER_SIZE + xorshift(&seed) % (len - FRAME_HEADER_SIZE);
+                        switch (xorshift(&seed) % 4) {
+                        case 0:
+                                buf[at] ^= (uint8_t) (1U << (xorshift(&seed) % 8));
+                                break;
+                        case 1:
+                                buf[at] = (uint8_t) xorshift(&seed);
+                                break;
+                        case 2: /* cut the body short */
+                                len = MAX(at, (size_t) FRAME_HEADER_SIZE + 1);
+                                break;
+                        default: /* a stray byte */
+                                if (len < sizeof buf) {
+                                        memmove(buf + at + 1, buf + at, len - at);
+                                        buf[at] = (uint8_t) xorshift(&seed);
+                                        len++;
+                                }
+                        }
+                }
+                body = len - FRAME_HEADER_SIZE;
+                buf[0] = 0, buf[1] = 0, buf[2] = (uint8_t) (body >> 8), buf[3] = (uint8_t) body;
+
+                frame_decoder_init(&d, 0);
+                size_t used;
+                r = frame_decoder_feed(&d, buf, len, &used, &out);
+                if (r == 1) {
+                        _cleanup_free_ uint8_t *again = NULL;
+                        size_t again_len;
+                        assert_int_equal(used, len);
+                        assert_int_equal(frame_encode(out, 0, &again, &again_len), 0);
+                        frame_free(out);
+                        decoded++;
+                } else {
+                        assert_true(r == -EBADMSG);
+                        refused++;
+                }
+                frame_decoder_done(&d);
+        }
+        /* both outcomes must be common, or the mutations miss the decoder's interesting paths */
+        assert_true(refused > 1000);
+        assert_true(decoded > 1000);
+        print_message("mutated frames: %u refused, %u decoded\n", refused, decoded);
+}
+
 static void test_frame_outbox_flush_partial(void **state) {
         _Alignas(max_align_t) uint8_t storage[1024];
         static uint8_t big[300000];
@@ -421,6 +504,8 @@ int main(void) {
                 cmocka_unit_test(test_frame_decoder_feed_truncated),
                 cmocka_unit_test(test_frame_decoder_feed_empty_body),
                 cmocka_unit_test(test_frame_decoder_feed_random_garbage),
+                cmocka_unit_test(test_frame_decoder_feed_mutated_frames),
+                cmocka_unit_test(test_frame_decoder_feed_announced_large_allocates_what_arrives),
                 cmocka_unit_test(test_frame_outbox_flush_partial),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
