@@ -6,8 +6,8 @@
 # the pool is seen to grow under the load and shrink after it. Ctrl-C logs the users out, stops the
 # pool and prints the summary; everything started here is stopped and removed on exit.
 #
-#   EP_DEMO_PORT=8081 sudo scripts/demo.sh    another port than 8080
-#   EP_DEMO_KEEP=1 sudo scripts/demo.sh       keep the temp dir (the commander's log, status.json)
+#   EP_DEMO_PORT=8081 scripts/demo.sh    another port than 8080
+#   EP_DEMO_KEEP=1 scripts/demo.sh       keep the temp dir (the commander's log, status.json)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 port=${EP_DEMO_PORT:-8080}
@@ -98,7 +98,8 @@ smoothing_rows = 3
 listen = 127.0.0.1:$port
 EOF
 
-[[ $(id -u) -eq 0 ]] || echo "demo: not root: workers run as plain processes (backend none) rather than in cgroups"
+# backend auto: transient scopes under a systemd manager (the user's own when not root), else cgroup v2
+# leaves where one is writable (root on a host without systemd, CI), else plain processes; said below.
 setsid "$commander" --demo --config "$tmp/demo.conf" --runtime-dir "$tmp/run" --state-dir "$tmp/state" \
         </dev/null >"$log" 2>&1 &
 commander_pid=$!
