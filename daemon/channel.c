@@ -16,6 +16,9 @@
 #define CHANNEL_READ_CHUNK 65536
 
 struct Channel {
+        /* The owner's reference, plus one held by each of our entry points that calls out: an owner may
+         * free the channel from inside its own callback, and the object must outlive that callback. */
+        unsigned n_ref;
         sd_event_source *io;
         int fd;
         size_t max_frame;
@@ -27,14 +30,32 @@ struct Channel {
         bool open;
 };
 
-static void channel_close(Channel *c, int error, const char *reason) {
-        if (!c->open)
-                return;
+static Channel *channel_ref(Channel *c) {
+        c->n_ref++;
+        return c;
+}
+
+static Channel *channel_unref(Channel *c) {
+        if (!c || --c->n_ref > 0)
+                return NULL;
+        free(c);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(Channel *, channel_unref);
+
+/* Drops the socket and the buffers; what is left is a shell that reads as closed. */
+static void release_io(Channel *c) {
         c->open = false;
         c->io = sd_event_source_disable_unref(c->io);
         c->fd = safe_close(c->fd);
         frame_decoder_done(&c->decoder);
         frame_outbox_done(&c->outbox);
+}
+
+static void channel_close(Channel *c, int error, const char *reason) {
+        if (!c->open)
+                return;
+        release_io(c);
         if (c->cb.on_close)
                 c->cb.on_close(c, error, reason, c->userdata);
 }
@@ -58,7 +79,8 @@ static int flush(Channel *c) {
         return update_events(c);
 }
 
-/* Feeds bytes to the decoder and dispatches each complete frame. Returns false once closed. */
+/* Feeds bytes to the decoder and dispatches each complete frame. Returns false once closed, which a
+ * callback may have done (channel_close() or channel_free()): hence c->open after every frame. */
 static bool feed(Channel *c, const uint8_t *p, size_t n) {
         while (n > 0 && c->open) {
                 Frame *f = NULL;
@@ -94,7 +116,8 @@ static bool feed(Channel *c, const uint8_t *p, size_t n) {
 }
 
 static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Channel *c = userdata;
+        /* held until we return: a callback below may free the channel (a Hello we cannot speak) */
+        _cleanup_(channel_unrefp) Channel *c = channel_ref(userdata);
         uint8_t buf[CHANNEL_READ_CHUNK];
 
         if (revents & EPOLLOUT)
@@ -138,6 +161,7 @@ int channel_new(sd_event *event, int fd, size_t max_frame, const ChannelCallback
         c = calloc(1, sizeof *c);
         if (!c)
                 return -ENOMEM;
+        c->n_ref = 1;
         c->fd = -EBADF;
         c->max_frame = max_frame > 0 ? max_frame : FRAME_MAX_SIZE_DEFAULT;
         c->cb = *cb;
@@ -161,20 +185,21 @@ int channel_new(sd_event *event, int fd, size_t max_frame, const ChannelCallback
 Channel *channel_free(Channel *c) {
         if (!c)
                 return NULL;
+        /* the owner is done with it: no callback reaches the owner again, even from a dispatch that is
+         * still on the stack (that one holds its own reference and frees the shell when it returns) */
         c->cb = (ChannelCallbacks) {};
-        c->io = sd_event_source_disable_unref(c->io);
-        c->fd = safe_close(c->fd);
-        frame_decoder_done(&c->decoder);
-        frame_outbox_done(&c->outbox);
-        free(c);
-        return NULL;
+        release_io(c);
+        return channel_unref(c);
 }
 
 int channel_send(Channel *c, const Frame *f) {
+        _cleanup_(channel_unrefp) Channel *ref = NULL;
         int r;
 
         if (!c || !c->open)
                 return -ENOTCONN;
+        /* a failed write closes the channel, and the close callback may free it */
+        ref = channel_ref(c);
         r = frame_outbox_push(&c->outbox, f, c->max_frame);
         if (r < 0)
                 return r;

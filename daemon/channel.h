@@ -13,7 +13,9 @@
 typedef struct Channel Channel;
 
 typedef struct ChannelCallbacks {
-        /* A decoded frame; it is freed after the call returns. */
+        /* A decoded frame; it is freed after the call returns. Either callback may channel_free() the
+         * channel: the object then stays valid until the callback returns, and nothing more is
+         * dispatched from it (frames already read behind this one are dropped). */
         void (*on_frame)(Channel *c, const Frame *f, void *userdata);
         /* The channel is closed (error < 0 with a human reason, or 0 on an orderly EOF/Goodbye). The
          * Channel object stays allocated until channel_free(). */
@@ -23,6 +25,8 @@ typedef struct ChannelCallbacks {
 /* Takes ownership of fd (made non-blocking), also on failure, when it is closed. 0 or -errno. */
 int channel_new(sd_event *event, int fd, size_t max_frame, const ChannelCallbacks *cb, void *userdata,
                 Channel **ret);
+/* Closes without calling on_close (the owner is the one closing) and drops the owner's reference.
+ * Safe from inside the channel's own callbacks. Accepts NULL; returns NULL. */
 Channel *channel_free(Channel *c);
 
 /* Queues a frame and writes what the socket takes. 0, -ENOTCONN after close, -ENOBUFS when the worker
