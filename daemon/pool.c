@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@
 /* Consecutive failed spawns before the throttle stops trying, and the first back-off step. */
 #define SPAWN_FAILURES_MAX 5U
 #define SPAWN_BACKOFF_FIRST (250 * USEC_PER_MSEC)
+/* The floor of the stable period (see stable_period()). */
+#define SPAWN_STABLE_MIN (10 * USEC_PER_SEC)
 /* The accept probe looks again after 1 ms, doubling up to this. */
 #define PROBE_INTERVAL_MAX (50 * USEC_PER_MSEC)
 #define LISTEN_BACKLOG 4096
@@ -83,6 +86,14 @@ static void arm_timer(Manager *m, Worker *w, usec_t delay, sd_event_time_handler
 
 /* ---- spawn throttle ---- */
 
+/* A worker must stay up this long after it became routable to count as started. One that dies sooner is
+ * a failed spawn like one that never got there, or a crash loop just past its Hello respawns at full
+ * speed forever; the count of consecutive failures starts over only once a worker has lasted this long.
+ * spawn_timeout is what the operator gave a start; 10 s keeps the period meaningful under a short one. */
+static usec_t stable_period(const Manager *m) {
+        return MAX(m->config.spawn_timeout, SPAWN_STABLE_MIN);
+}
+
 static int on_spawn_retry(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
@@ -129,6 +140,23 @@ int pool_spawn_throttle(Manager *m) {
         return -EAGAIN;
 }
 
+/* A spawn that failed before a child of it was running: no death will come to ask for the next
+ * attempt, so the retry is scheduled here, through the same back-off. */
+static void birth_failed(Manager *m, Worker *w, const char *what) {
+        int r;
+
+        spawn_failed(m, w, what);
+        r = pool_spawn_throttle(m);
+        if (r < 0 && r != -EAGAIN && r != -ECANCELED)
+                log_warning_errno(r, "Failed to schedule the next spawn attempt: %m");
+}
+
+/* Fills what with "<step>: <error>" for the throttle's message; returns error. */
+static int step_failed(int error, char *what, size_t size, const char *step) {
+        snprintf(what, size, "%s: %s", step, strerror(-error));
+        return error;
+}
+
 /* ---- birth ---- */
 
 static int make_listen_socket(Manager *m, Worker *w) {
@@ -139,8 +167,7 @@ static int make_listen_socket(Manager *m, Worker *w) {
         if (asprintf(&w->socket_path, "%s/w%u.sock", m->runtime_dir, w->id) < 0)
                 return -ENOMEM;
         if (strlen(w->socket_path) >= sizeof sa.sun_path)
-                return log_error_errno(-ENAMETOOLONG, "Worker socket path %s is too long for a Unix socket",
-                                       w->socket_path);
+                return -ENAMETOOLONG; /* sun_path holds 108 bytes: a long --runtime-dir does not fit */
         strcpy(sa.sun_path, w->socket_path);
         (void) unlink(w->socket_path);
 
@@ -150,7 +177,7 @@ static int make_listen_socket(Manager *m, Worker *w) {
         if (fd < 0)
                 return -errno;
         if (bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
-                return log_error_errno(errno, "Failed to bind %s: %m", w->socket_path);
+                return -errno;
         (void) chmod(w->socket_path, 0600);
         if (listen(fd, LISTEN_BACKLOG) < 0)
                 return -errno;
@@ -210,12 +237,13 @@ static void check_exec_error(Manager *m, Worker *w) {
         w->exec_error_source = sd_event_source_disable_unref(w->exec_error_source);
         w->exec_error_fd = safe_close(w->exec_error_fd);
         if (r == 0) {
-                log_debug("%s (pid %d) executed %s", WORKER_NAME(w), (int) w->pid, m->config.exec[0]);
+                log_debug("%s (pid %d) executed %s", WORKER_NAME(w), (int) w->pid, m->config.exec_line);
                 return;
         }
         if (r < 0)
                 return;
-        snprintf(what, sizeof what, "cannot execute '%s': %s", m->config.exec[0], strerror(e));
+        /* the whole command line: which of several configured commands, and with which arguments */
+        snprintf(what, sizeof what, "cannot execute '%.400s': %s", m->config.exec_line, strerror(e));
         /* the child exits 127 right after this; its death is then not a second failure */
         w->exec_failed = true;
         spawn_failed(m, w, what);
@@ -249,39 +277,39 @@ static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 
 static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata);
 
-int pool_spawn(Manager *m, const char *reason) {
-        _cleanup_close_ int cgroup_fd = -EBADF, ours = -EBADF, theirs = -EBADF;
-        Worker *w = NULL;
-        char **env = NULL;
-        SpawnResult res;
+/* Everything a worker needs before its process exists: its window, listening socket, channel and
+ * placement. On failure, what names the step. */
+static int prepare_birth(Manager *m, Worker *w, int *ret_ours, int *ret_theirs, int *ret_cgroup_fd,
+                         char *what, size_t size) {
+        char step[PATH_MAX + 64];
         int sv[2], r;
 
-        r = pool_spawn_throttle(m);
-        if (r < 0)
-                return r;
-        r = worker_new(m, m->next_worker_id, &w);
-        if (r < 0)
-                return log_oom();
         r = window_init(&w->window, m->config.window_rows);
         if (r < 0)
-                goto fail;
+                return step_failed(r, what, size, "cannot allocate its window");
         r = make_listen_socket(m, w);
-        if (r < 0)
-                goto fail;
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-                r = -errno;
-                goto fail;
+        if (r < 0) {
+                snprintf(step, sizeof step, "cannot create its listening socket %s", strna(w->socket_path));
+                return step_failed(r, what, size, step);
         }
-        ours = sv[0], theirs = sv[1];
-        r = m->backend->vtable->prepare(m->backend, w, &cgroup_fd);
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return step_failed(-errno, what, size, "cannot create its channel socketpair");
+        *ret_ours = sv[0], *ret_theirs = sv[1];
+        r = m->backend->vtable->prepare(m->backend, w, ret_cgroup_fd);
         if (r < 0)
-                goto fail;
-        env = worker_env(m, w);
-        if (!env) {
-                r = -ENOMEM;
-                goto fail;
-        }
+                return step_failed(r, what, size, "the placement backend cannot prepare it");
+        return 0;
+}
 
+/* clone3() (or fork()) into the prepared place; the child waits parked (scope) or goes on to exec. */
+static int start_child(Manager *m, Worker *w, int theirs, int cgroup_fd, char *what, size_t size) {
+        char **env;
+        SpawnResult res;
+        int r;
+
+        env = worker_env(m, w);
+        if (!env)
+                return step_failed(-ENOMEM, what, size, "cannot build its environment");
         SpawnRequest req = {
                 .argv = m->config.exec,
                 .env = env,
@@ -295,20 +323,12 @@ int pool_spawn(Manager *m, const char *reason) {
         w->spawned_at = now_usec(CLOCK_MONOTONIC);
         r = spawn_worker(&req, &res);
         free_env(env);
-        if (r < 0) {
-                char what[256];
-                /* a spawn that cannot even begin is a failed spawn too: the throttle backs off and,
-                 * past its limit, stops and says why */
-                snprintf(what, sizeof what, "cannot create its process: %s", strerror(-r));
-                m->next_worker_id++;
-                spawn_failed(m, w, what);
-                goto fail;
-        }
+        if (r < 0)
+                return step_failed(r, what, size, "cannot create its process");
         w->pid = res.pid;
         w->pidfd = res.pidfd;
         w->release_fd = res.release_fd;
         w->exec_error_fd = res.exec_error_fd;
-        m->next_worker_id++;
         m->spawns++;
         if (res.used_fork && !m->warned_fork) {
                 m->warned_fork = true;
@@ -317,25 +337,58 @@ int pool_spawn(Manager *m, const char *reason) {
         } else if (!res.into_cgroup && cgroup_fd >= 0)
                 log_notice("CLONE_INTO_CGROUP refused for w%u; the child moved itself into %s before exec", w->id,
                            strna(w->cgroup_path));
+        return 0;
+}
 
+/* The child exists: its channel (which takes ours, also on failure), its death through the pidfd,
+ * exec's errno through the pipe. */
+static int watch_child(Manager *m, Worker *w, int ours, char *what, size_t size) {
+        int r;
+
+        r = channel_new(m->event, ours, FRAME_MAX_SIZE_DEFAULT, &channel_callbacks, w, &w->channel);
+        if (r < 0)
+                return step_failed(r, what, size, "cannot open its channel");
         r = sd_event_add_child_pidfd(m->event, &w->child_source, w->pidfd, WEXITED, on_child_exit, w);
-        if (r < 0) {
-                /* the child exists: it must not run unwatched */
-                (void) worker_signal(w, SIGKILL);
-                log_error_errno(r, "Failed to watch w%u through its pidfd: %m", w->id);
-                goto fail_child;
-        }
+        if (r < 0)
+                return step_failed(r, what, size, "cannot watch its pidfd");
         (void) sd_event_source_set_child_pidfd_own(w->child_source, false);
         r = sd_event_add_io(m->event, &w->exec_error_source, w->exec_error_fd, EPOLLIN, on_exec_error, w);
         if (r < 0)
-                goto fail_child;
-        r = channel_new(m->event, TAKE_FD(ours), FRAME_MAX_SIZE_DEFAULT, &channel_callbacks, w, &w->channel);
-        if (r < 0)
-                goto fail_child;
-
+                return step_failed(r, what, size, "cannot watch its exec-error pipe");
         r = manager_add_worker(m, w);
         if (r < 0)
-                goto fail_child;
+                return step_failed(r, what, size, "cannot track it");
+        return 0;
+}
+
+int pool_spawn(Manager *m, const char *reason) {
+        _cleanup_close_ int cgroup_fd = -EBADF, ours = -EBADF, theirs = -EBADF;
+        char what[PATH_MAX + 128];
+        Worker *w = NULL;
+        int r;
+
+        r = pool_spawn_throttle(m);
+        if (r < 0)
+                return r;
+        r = worker_new(m, m->next_worker_id, &w);
+        if (r < 0)
+                return log_oom();
+        /* the name is spent even when the spawn fails: a leaf of that name may still be on its way out */
+        m->next_worker_id++;
+        r = prepare_birth(m, w, &ours, &theirs, &cgroup_fd, what, sizeof what);
+        if (r < 0)
+                goto fail;
+        r = start_child(m, w, theirs, cgroup_fd, what, sizeof what);
+        if (r < 0)
+                goto fail;
+        r = watch_child(m, w, TAKE_FD(ours), what, sizeof what);
+        if (r < 0) {
+                /* the child is parked or exec'ing and must not run unwatched: kill it and reap it
+                 * synchronously, nothing else will */
+                (void) worker_signal(w, SIGKILL);
+                (void) waitid(P_PIDFD, (id_t) w->pidfd, NULL, WEXITED);
+                goto fail;
+        }
         arm_timer(m, w, m->config.spawn_timeout, on_spawn_timeout);
         log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_SPAWN, .event = "spawn", .worker = (int) w->id),
                    "Spawned worker %s (pid %d%s%s): %s", WORKER_NAME(w), (int) w->pid, w->cgroup_path ? ", cgroup " : "",
@@ -350,11 +403,8 @@ int pool_spawn(Manager *m, const char *reason) {
         }
         return 0;
 
-fail_child:
-        /* the child is parked or exec'ing; kill it and reap synchronously, nothing else will */
-        (void) worker_signal(w, SIGKILL);
-        (void) waitid(P_PIDFD, (id_t) w->pidfd, NULL, WEXITED);
 fail:
+        birth_failed(m, w, what);
         if (w->socket_path)
                 (void) unlink(w->socket_path);
         if (w->cgroup_path)
@@ -382,6 +432,34 @@ void pool_attach_done(Worker *w, int error) {
 
 /* ---- ready: Hello, then the socket accepts ---- */
 
+static int on_worker_stable(sd_event_source *s, uint64_t usec, void *userdata) {
+        Worker *w = userdata;
+        Manager *m = w->manager;
+        char span[32];
+
+        w->stable_timer = sd_event_source_disable_unref(w->stable_timer);
+        if (m->spawn_failures > 0)
+                log_info("%s stayed up %s after it became routable: the spawn throttle forgets %u failures",
+                         WORKER_NAME(w), format_timespan(span, sizeof span, stable_period(m)),
+                         m->spawn_failures);
+        m->spawn_failures = 0;
+        return 0;
+}
+
+/* The throttle's count starts over once w has been routable for the stable period, not at once. */
+static void arm_stable_timer(Manager *m, Worker *w) {
+        int r;
+
+        w->stable_timer = sd_event_source_disable_unref(w->stable_timer);
+        r = sd_event_add_time_relative(m->event, &w->stable_timer, CLOCK_MONOTONIC, stable_period(m),
+                                       100 * USEC_PER_MSEC, on_worker_stable, w);
+        if (r >= 0)
+                return;
+        log_warning_errno(r, "Failed to arm the stable-period timer of %s (%m); counting it as started now",
+                          WORKER_NAME(w));
+        m->spawn_failures = 0;
+}
+
 static void become_routable(Manager *m, Worker *w) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         char total[32], hello[32];
@@ -392,7 +470,7 @@ static void become_routable(Manager *m, Worker *w) {
         w->timer = sd_event_source_disable_unref(w->timer);
         w->probe_timer = sd_event_source_disable_unref(w->probe_timer);
         w->probe_fd = safe_close(w->probe_fd);
-        m->spawn_failures = 0;
+        arm_stable_timer(m, w);
         if (!m->reception)
                 m->reception = w;
         w->reception = m->reception == w;
@@ -467,9 +545,14 @@ static void start_probe(Manager *m, Worker *w) {
 
 static void on_hello(Manager *m, Worker *w, const ElasticPool__Hello *h) {
         if (!h->has_protocol_version || h->protocol_version != EP_PROTOCOL_VERSION) {
-                log_warning("Worker %s speaks channel protocol %u, we speak %u; closing its channel", WORKER_NAME(w),
-                            h->has_protocol_version ? h->protocol_version : 0, EP_PROTOCOL_VERSION);
+                char reason[96];
+                snprintf(reason, sizeof reason, "it speaks channel protocol %u, we speak %u",
+                         h->has_protocol_version ? h->protocol_version : 0, EP_PROTOCOL_VERSION);
+                log_warning("Worker %s: %s; closing its channel", WORKER_NAME(w), reason);
+                /* we are inside this channel's own frame callback: channel_free() allows that */
                 w->channel = channel_free(w->channel);
+                free(w->channel_close_reason);
+                w->channel_close_reason = strdup(reason);
                 w->channel_closed_at = now_usec(CLOCK_MONOTONIC);
                 m->summary.valid = false;
                 return;
@@ -684,11 +767,33 @@ static void describe_death(Manager *m, Worker *w, const siginfo_t *si, char *buf
         }
 }
 
+/* A death we did not ask for, before the worker became routable or within the stable period after, is a
+ * failed spawn. One we asked for, or one already counted (exec failed, spawn timeout), is not. */
+static void count_early_death(Manager *m, Worker *w, const char *cause, bool expected) {
+        char what[384], up[32], period[32];
+        usec_t lived;
+
+        if (expected || w->stop_reason || w->exec_failed)
+                return;
+        if (w->routable_at == 0) {
+                snprintf(what, sizeof what, "%.250s before it became routable", cause);
+                spawn_failed(m, w, what);
+                return;
+        }
+        lived = now_usec(CLOCK_MONOTONIC) - w->routable_at;
+        if (lived >= stable_period(m))
+                return;
+        format_timespan(up, sizeof up, lived);
+        format_timespan(period, sizeof period, stable_period(m));
+        snprintf(what, sizeof what, "%.250s %s after it became routable (a worker must stay up %s)", cause, up,
+                 period);
+        spawn_failed(m, w, what);
+}
+
 static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
         Worker *w = userdata;
         Manager *m = w->manager;
         bool expected = w->state == WORKER_STOPPING || m->stopping;
-        bool before_ready = w->routable_at == 0;
         char cause[256], why[160] = "";
 
         /* the pidfd and the exec-error pipe race: an exec failure must be read before the death */
@@ -702,11 +807,7 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
         log_struct(expected ? LOG_INFO : LOG_WARNING,
                    LOG_FIELDS(.message_id = MESSAGE_ID_DEATH, .event = "death", .worker = (int) w->id),
                    "Worker %s (pid %d) %s%s", WORKER_NAME(w), (int) w->pid, cause, why);
-        if (before_ready && !expected && !w->stop_reason && !w->exec_failed) {
-                char what[320];
-                snprintf(what, sizeof what, "%s before it became routable", cause);
-                spawn_failed(m, w, what);
-        }
+        count_early_death(m, w, cause, expected);
         worker_dead(m, w);
         return 0;
 }
@@ -718,6 +819,7 @@ static void worker_dead(Manager *m, Worker *w) {
         w->child_source = sd_event_source_disable_unref(w->child_source);
         w->timer = sd_event_source_disable_unref(w->timer);
         w->probe_timer = sd_event_source_disable_unref(w->probe_timer);
+        w->stable_timer = sd_event_source_disable_unref(w->stable_timer);
         w->channel = channel_free(w->channel);
         if (w->socket_path)
                 (void) unlink(w->socket_path);

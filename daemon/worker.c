@@ -53,6 +53,7 @@ Worker *worker_free(Worker *w) {
         w->child_source = sd_event_source_disable_unref(w->child_source);
         w->exec_error_source = sd_event_source_disable_unref(w->exec_error_source);
         w->timer = sd_event_source_disable_unref(w->timer);
+        w->stable_timer = sd_event_source_disable_unref(w->stable_timer);
         w->probe_timer = sd_event_source_disable_unref(w->probe_timer);
         w->job_slot = sd_bus_slot_unref(w->job_slot);
         w->channel = channel_free(w->channel);

@@ -51,6 +51,7 @@ typedef struct Worker {
         int exec_error_fd;  /* read end of the close-on-exec pipe carrying exec's errno */
         sd_event_source *exec_error_source;
         sd_event_source *timer; /* spawn timeout, drain deadline or kill grace, by state */
+        sd_event_source *stable_timer; /* routable until the stable period passed: then the spawn counts */
 
         int listen_fd;      /* the worker's listening Unix socket (we keep our copy for sock_diag) */
         char *socket_path;

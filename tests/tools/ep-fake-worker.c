@@ -12,6 +12,7 @@
  *   --oversize-after N     after N reports, announce a 1 GiB frame
  *   --silent-after N       after N reports, stop reporting (stay alive)
  *   --no-accept            never accept on the listening socket
+ *   --exit-after DURATION  exit with status 3 this long after the Hello (a crash just past readiness)
  */
 
 #include <errno.h>
@@ -37,6 +38,7 @@ static const char *cpu_file;
 static usec_t interval = 200 * USEC_PER_MSEC;
 static bool no_hello, no_accept;
 static long garbage_after = -1, oversize_after = -1, silent_after = -1;
+static usec_t exit_after = USEC_INFINITY;
 
 static int send_frame(int fd, const Frame *f) {
         _cleanup_free_ uint8_t *buf = NULL;
@@ -89,7 +91,16 @@ static int send_report(int fd, uint64_t seq) {
 }
 
 static int parse_args(int argc, char *argv[]) {
-        enum { ARG_CPU_FILE = 0x100, ARG_INTERVAL, ARG_NO_HELLO, ARG_GARBAGE, ARG_OVERSIZE, ARG_SILENT, ARG_NO_ACCEPT };
+        enum {
+                ARG_CPU_FILE = 0x100,
+                ARG_INTERVAL,
+                ARG_NO_HELLO,
+                ARG_GARBAGE,
+                ARG_OVERSIZE,
+                ARG_SILENT,
+                ARG_NO_ACCEPT,
+                ARG_EXIT_AFTER,
+        };
         static const struct option options[] = {
                 { "cpu-file", required_argument, NULL, ARG_CPU_FILE },
                 { "interval", required_argument, NULL, ARG_INTERVAL },
@@ -98,6 +109,7 @@ static int parse_args(int argc, char *argv[]) {
                 { "oversize-after", required_argument, NULL, ARG_OVERSIZE },
                 { "silent-after", required_argument, NULL, ARG_SILENT },
                 { "no-accept", no_argument, NULL, ARG_NO_ACCEPT },
+                { "exit-after", required_argument, NULL, ARG_EXIT_AFTER },
                 {}
         };
         int c;
@@ -128,6 +140,12 @@ static int parse_args(int argc, char *argv[]) {
                 case ARG_NO_ACCEPT:
                         no_accept = true;
                         break;
+                case ARG_EXIT_AFTER:
+                        if (parse_duration(optarg, &exit_after) < 0) {
+                                fprintf(stderr, "ep-fake-worker: --exit-after: bad duration '%s'\n", optarg);
+                                return -EINVAL;
+                        }
+                        break;
                 default:
                         return -EINVAL;
                 }
@@ -138,7 +156,7 @@ int main(int argc, char *argv[]) {
         const char *e = getenv("ELASTIC_POOL_CHANNEL_FD");
         uint64_t seq = 0;
         uint32_t fd = 0;
-        usec_t next;
+        usec_t next, exit_at;
         int chan;
 
         if (parse_args(argc, argv) < 0)
@@ -160,16 +178,19 @@ int main(int argc, char *argv[]) {
         if (!no_hello && send_hello(chan) < 0)
                 return 1;
         next = now_usec(CLOCK_MONOTONIC);
+        exit_at = exit_after == USEC_INFINITY ? USEC_INFINITY : next + exit_after;
         for (;;) {
                 struct pollfd p[2] = {
                         { .fd = no_accept ? -1 : 3, .events = POLLIN },
                         { .fd = chan, .events = POLLIN },
                 };
-                usec_t now = now_usec(CLOCK_MONOTONIC);
-                int timeout = now >= next ? 0 : (int) ((next - now) / USEC_PER_MSEC) + 1;
+                usec_t now = now_usec(CLOCK_MONOTONIC), wake = MIN(next, exit_at);
+                int timeout = now >= wake ? 0 : (int) ((wake - now) / USEC_PER_MSEC) + 1;
 
                 if (poll(p, 2, timeout) < 0 && errno != EINTR)
                         return 1;
+                if (now_usec(CLOCK_MONOTONIC) >= exit_at)
+                        return 3;
                 if (p[0].revents & POLLIN) {
                         int c = accept4(3, NULL, NULL, SOCK_CLOEXEC);
                         if (c >= 0)

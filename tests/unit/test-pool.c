@@ -2,7 +2,9 @@
 /* The pool's reading side on a Manager in memory (manager-fixture.c, a test-driven clock): freshness in
  * each of its cases and at its borders (NEW, FRESH, STALE, MISSING, NO_CHANNEL), the stale horizon, and
  * pool_handle_frame() archiving reports into the window and the occupancy, taking a Hello to routable,
- * refusing a foreign protocol, and shrugging at frames only the commander sends. */
+ * refusing a foreign protocol (also through a real channel, which the refusal frees from inside its own
+ * callback), shrugging at frames only the commander sends, and a spawn failing before its child exists
+ * going through the spawn throttle. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -17,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "cleanup.h"
+#include "fd-util.h"
 #include "frame.h"
 #include "macro.h"
 #include "manager-fixture.h"
@@ -297,6 +301,90 @@ static void test_pool_handle_frame_hello_foreign_protocol(void **state) {
         assert_true(since == fixture_now);
 }
 
+/* Runs the manager's loop until cond holds (bounded: a stuck test fails instead of hanging). */
+#define RUN_UNTIL(cond)                                                                  \
+        do {                                                                             \
+                for (unsigned _i = 0; !(cond); _i++) {                                   \
+                        if (_i > 500)                                                    \
+                                fail_msg("timed out waiting for %s", #cond);             \
+                        assert_true(sd_event_run(m->event, 10 * USEC_PER_MSEC) >= 0);    \
+                }                                                                        \
+        } while (0)
+
+/* The bytes a sensor writes for one frame, appended at buf + *n. */
+static void encode_into(const Frame *f, uint8_t *buf, size_t size, size_t *n) {
+        _cleanup_free_ uint8_t *bytes = NULL;
+        size_t len;
+
+        assert_int_equal(frame_encode(f, 0, &bytes, &len), 0);
+        assert_true(*n + len <= size);
+        memcpy(buf + *n, bytes, len);
+        *n += len;
+}
+
+static void test_pool_hello_foreign_protocol_through_channel(void **state) {
+        ElasticPool__OccupancyReport rep = ELASTIC_POOL__OCCUPANCY_REPORT__INIT;
+        ElasticPool__Hello h = ELASTIC_POOL__HELLO__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+        Worker *w = fixture_add_worker(m, WORKER_STARTING);
+        uint8_t buf[1024];
+        size_t n = 0;
+
+        /* the real path: bytes on the socket, the channel's io callback, the decoder loop, then on_hello
+         * dropping the channel from inside that callback, with a report still behind it in the same read.
+         * Under AddressSanitizer any look at the freed channel afterwards aborts here. */
+        h.has_protocol_version = true, h.protocol_version = 99;
+        h.sensor_version = (char *) "from the future";
+        f.body_case = ELASTIC_POOL__FRAME__BODY_HELLO, f.hello = &h;
+        encode_into(&f, buf, sizeof buf, &n);
+        rep.has_seq = true, rep.seq = 1;
+        rep.has_cpu = true, rep.cpu = 0.5;
+        f.body_case = ELASTIC_POOL__FRAME__BODY_REPORT, f.report = &rep;
+        encode_into(&f, buf, sizeof buf, &n);
+        assert_int_equal(loop_write(fixture_peer(w), buf, n), 0);
+
+        RUN_UNTIL(!w->channel);
+        for (int i = 0; i < 3; i++)
+                assert_true(sd_event_run(m->event, 1000) >= 0);
+        assert_int_equal(w->state, WORKER_STARTING);
+        assert_int_equal(w->window.count, 0); /* the report behind the Hello was never dispatched */
+        assert_true(m->reports_received == 0);
+        assert_int_equal(freshness(w, NULL), FRESHNESS_NO_CHANNEL);
+        assert_non_null(w->channel_close_reason);
+        assert_non_null(strstr(w->channel_close_reason, "protocol 99"));
+}
+
+static void test_pool_spawn_failure_before_child_is_throttled(void **state) {
+        usec_t backoff = 250 * USEC_PER_MSEC;
+
+        /* w<N>.sock under this does not fit sun_path: the spawn fails before any child exists, where no
+         * death will come to ask again. It must still count, back off, schedule its retry, and stop. */
+        free(m->runtime_dir);
+        assert_true(asprintf(&m->runtime_dir, "/tmp/%0120d", 0) > 0);
+        m->spawn_given_up = false;
+        for (unsigned i = 1; i <= 5; i++) {
+                assert_int_equal(pool_spawn(m, "test"), -ENAMETOOLONG);
+                assert_int_equal(m->spawn_failures, i);
+                assert_non_null(strstr(m->last_spawn_error, "cannot create its listening socket"));
+                assert_non_null(strstr(m->last_spawn_error, "File name too long"));
+                assert_int_equal(m->n_workers, 0);
+                if (i == 5)
+                        break;
+                assert_false(m->spawn_given_up);
+                assert_true(m->spawn_not_before == fixture_now + backoff);
+                assert_non_null(m->spawn_retry); /* the retry is on the loop */
+                assert_int_equal(pool_spawn(m, "too early"), -EAGAIN);
+                /* what on_spawn_retry() does when the back-off ends */
+                m->spawn_retry = sd_event_source_disable_unref(m->spawn_retry);
+                fixture_advance(backoff);
+                backoff *= 2;
+        }
+        assert_true(m->spawn_given_up);
+        assert_int_equal(pool_spawn(m, "after"), -ECANCELED);
+        /* each attempt spent its name */
+        assert_int_equal(m->next_worker_id, 6);
+}
+
 static void test_pool_handle_frame_ignores_commander_frames(void **state) {
         ElasticPool__Drain d = ELASTIC_POOL__DRAIN__INIT;
         ElasticPool__Goodbye g = ELASTIC_POOL__GOODBYE__INIT;
@@ -341,7 +429,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_pool_handle_frame_hello_makes_routable, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pool_handle_frame_hello_capabilities, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pool_handle_frame_hello_foreign_protocol, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_hello_foreign_protocol_through_channel, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pool_handle_frame_ignores_commander_frames, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_spawn_failure_before_child_is_throttled, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pool_handle_frame_move_frames_to_hook, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
