@@ -10,15 +10,39 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
+
+#include <systemd/sd-daemon.h>
 
 #include "backend.h"
 #include "cleanup.h"
 #include "log.h"
 #include "macro.h"
+#include "time-util.h"
 #include "worker.h"
 
+/* How long the exit path waits for leaves that are still emptying, all of them together. */
 #define CGROUP_REMOVE_TIMEOUT (5 * USEC_PER_SEC)
+/* cgroup.kill is asynchronous: a leaf empties once every process in it has exited, within milliseconds
+ * usually, later for a process in uninterruptible sleep (NFS, a failing disk). A leaf still populated
+ * when its worker's death is handled is retried from the loop, 10 ms doubling to 1 s: 11 attempts span
+ * 5.3 s, about as long as the exit path waits. */
+#define LEAF_RETRY_FIRST (10 * USEC_PER_MSEC)
+#define LEAF_RETRY_MAX USEC_PER_SEC
+#define LEAF_RETRY_ATTEMPTS 11U
+
+/* A leaf being emptied: its kill was written, its rmdir() is retried. Listed in Backend.data. */
+typedef struct PendingLeaf PendingLeaf;
+struct PendingLeaf {
+        Backend *backend;
+        PendingLeaf *next;
+        sd_event_source *timer;
+        unsigned attempts;
+        usec_t delay;
+        usec_t since;
+        char name[32];
+};
 
 static int open_dir(const char *mount, const char *path) {
         _cleanup_free_ char *full = NULL;
@@ -30,7 +54,27 @@ static int open_dir(const char *mount, const char *path) {
         return fd < 0 ? -errno : fd;
 }
 
-/* Our cgroup is delegated to us when it is not the hierarchy root and we may create children in it. */
+/* Write access proves nothing for root: on a host booted with systemd, root's cgroup is ours to divide
+ * only when systemd delegated it (Delegate=yes), which the system manager marks with the xattr
+ * trusted.delegate=1 (since v251; Debian 12 has 252). Without the mark we would rearrange a tree systemd
+ * manages. Without systemd (a container, CI) whoever placed us there owns the tree; and an unprivileged
+ * commander can only write to a cgroup that was delegated to it. */
+static bool delegation_missing(int dir_fd) {
+        char path[64], value[8];
+        ssize_t n;
+
+        if (geteuid() != 0 || sd_booted() <= 0)
+                return false;
+        snprintf(path, sizeof path, "/proc/self/fd/%d", dir_fd);
+        n = getxattr(path, "trusted.delegate", value, sizeof value - 1);
+        if (n <= 0)
+                return true;
+        value[n] = 0;
+        return !streq(value, "1");
+}
+
+/* Our cgroup is delegated to us when it is not the hierarchy root, we may create children in it, and,
+ * for root under systemd, systemd marked it delegated. */
 static int pick_root(Backend *b, char **ret_root, bool *ret_delegated) {
         _cleanup_free_ char *own = NULL, *root = NULL;
         _cleanup_close_ int fd = -EBADF;
@@ -55,6 +99,11 @@ static int pick_root(Backend *b, char **ret_root, bool *ret_delegated) {
                 return log_error_errno(fd, "Failed to open our cgroup %s%s: %m", b->cgroup_mount, own);
         if (faccessat(fd, "cgroup.subtree_control", W_OK, 0) < 0 || faccessat(fd, ".", W_OK, 0) < 0)
                 return log_error_errno(errno, "Our cgroup %s is not delegated to us (not writable): %m", own);
+        if (delegation_missing(fd))
+                return log_error_errno(-EPERM,
+                                       "Our cgroup %s is managed by systemd and not delegated to us (no "
+                                       "Delegate=yes on the unit): backend=cgroup would rearrange systemd's "
+                                       "tree; use backend=scope, or Delegate=yes", own);
         *ret_delegated = true;
         *ret_root = TAKE_PTR(own);
         return 0;
@@ -121,10 +170,110 @@ static int cgroup_init(Backend *b) {
         return 0;
 }
 
-static void remove_leaf(Backend *b, const char *name) {
-        int r = cgroup_kill_and_remove(b->root_fd, name, CGROUP_REMOVE_TIMEOUT);
+static PendingLeaf *pending_free(PendingLeaf *p) {
+        Backend *b = p->backend;
+
+        if (b->data == p)
+                b->data = p->next;
+        else
+                for (PendingLeaf *i = b->data; i && i->next; i = i->next)
+                        if (i->next == p) {
+                                i->next = p->next;
+                                break;
+                        }
+        p->timer = sd_event_source_disable_unref(p->timer);
+        free(p);
+        return NULL;
+}
+
+static int on_leaf_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        PendingLeaf *p = userdata;
+        Backend *b = p->backend;
+        char span[32];
+        int r;
+
+        p->attempts++;
+        r = cgroup_kill_and_try_remove(b->root_fd, p->name);
+        if (r == 0) {
+                log_debug("Removed cgroup %s%s/%s after %u attempts", b->cgroup_mount, b->root, p->name,
+                          p->attempts);
+                pending_free(p);
+                return 0;
+        }
+        if (r != -EBUSY) {
+                log_warning_errno(r, "Failed to remove cgroup %s%s/%s: %m", b->cgroup_mount, b->root,
+                                  p->name);
+                pending_free(p);
+                return 0;
+        }
+        if (p->attempts >= LEAF_RETRY_ATTEMPTS) {
+                log_warning("Gave up removing cgroup %s%s/%s: still populated %s after its processes were "
+                            "killed (one stuck in the kernel?); it stays until they exit",
+                            b->cgroup_mount, b->root, p->name,
+                            format_timespan(span, sizeof span, now_usec(CLOCK_MONOTONIC) - p->since));
+                pending_free(p);
+                return 0;
+        }
+        p->delay = MIN(p->delay * 2, LEAF_RETRY_MAX);
+        (void) sd_event_source_set_time_relative(s, p->delay);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+static int pending_add(Backend *b, const char *name) {
+        _cleanup_free_ PendingLeaf *p = NULL;
+        int r;
+
+        for (PendingLeaf *i = b->data; i; i = i->next)
+                if (streq(i->name, name))
+                        return 0;
+        p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        *p = (PendingLeaf) { .backend = b, .delay = LEAF_RETRY_FIRST, .since = now_usec(CLOCK_MONOTONIC) };
+        snprintf(p->name, sizeof p->name, "%s", name);
+        r = sd_event_add_time_relative(b->event, &p->timer, CLOCK_MONOTONIC, p->delay, USEC_PER_MSEC,
+                                       on_leaf_retry, p);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(p->timer, "cgroup-leaf-remove");
+        p->next = b->data;
+        b->data = TAKE_PTR(p);
+        return 0;
+}
+
+/* Kills and removes a leaf without waiting on the loop: what is not gone yet is retried from a timer. */
+static int remove_leaf(Backend *b, const char *name) {
+        int r;
+
+        r = cgroup_kill_and_try_remove(b->root_fd, name);
+        if (r == -EBUSY) {
+                int q = pending_add(b, name);
+                if (q < 0)
+                        log_warning_errno(q, "Failed to schedule the removal of cgroup %s%s/%s (%m); it "
+                                          "stays", b->cgroup_mount, b->root, name);
+                return r;
+        }
         if (r < 0)
                 log_warning_errno(r, "Failed to remove cgroup %s%s/%s: %m", b->cgroup_mount, b->root, name);
+        return r;
+}
+
+/* On the way out the loop no longer runs: wait for the leaves still emptying, within one deadline. */
+static void finish_pending(Backend *b) {
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + CGROUP_REMOVE_TIMEOUT;
+
+        while (b->data) {
+                PendingLeaf *p = b->data;
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+                int r;
+
+                r = cgroup_kill_and_remove(b->root_fd, p->name, deadline > now ? deadline - now : 0);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to remove cgroup %s%s/%s: %m", b->cgroup_mount, b->root,
+                                          p->name);
+                pending_free(p);
+        }
 }
 
 static void cgroup_done(Backend *b) {
@@ -132,6 +281,7 @@ static void cgroup_done(Backend *b) {
 
         if (b->root_fd < 0 || !b->root)
                 return;
+        finish_pending(b);
         /* The root is ours to remove only when we made it; a delegated one belongs to whoever
          * delegated it (and still holds our supervisor leaf). */
         if (!b->root_owned)
@@ -148,8 +298,12 @@ static int cgroup_prepare(Backend *b, Worker *w, int *ret_cgroup_fd) {
         int r;
 
         snprintf(name, sizeof name, "w%u", w->id);
-        /* a leaf left over from an earlier commander of this group: its processes are not ours */
-        remove_leaf(b, name);
+        /* a leaf left over from an earlier commander of this group: its processes are not ours. Still
+         * emptying: this spawn fails (the throttle retries, under the next name) rather than wait. */
+        r = remove_leaf(b, name);
+        if (r == -EBUSY)
+                return log_notice_errno(r, "cgroup %s%s/%s, left over, is still being emptied",
+                                        b->cgroup_mount, b->root, name);
         if (mkdirat(b->root_fd, name, 0755) < 0)
                 return log_error_errno(errno, "Failed to create cgroup %s%s/%s: %m", b->cgroup_mount, b->root,
                                        name);
@@ -186,7 +340,7 @@ static void cgroup_release(Backend *b, Worker *w) {
                 return;
         snprintf(name, sizeof name, "w%u", w->id);
         w->cgroup_fd = safe_close(w->cgroup_fd);
-        remove_leaf(b, name);
+        (void) remove_leaf(b, name); /* still emptying: finished from the loop */
 }
 
 static int cgroup_oom_kills(Backend *b, Worker *w, uint64_t *ret) {

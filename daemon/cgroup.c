@@ -197,6 +197,30 @@ static int wait_empty(int dir_fd, uint64_t timeout_usec) {
         }
 }
 
+int cgroup_kill_and_try_remove(int parent_fd, const char *name) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (!cgroup_is_empty(fd)) {
+                /* again on every call: harmless on a leaf already dying, and it catches a process that
+                 * was moved in since */
+                r = cgroup_write_attr(fd, "cgroup.kill", "1");
+                if (r < 0)
+                        return r;
+                /* the kill is asynchronous: usually not empty yet at this point, so say so now instead
+                 * of paying for an rmdir() that fails */
+                if (!cgroup_is_empty(fd))
+                        return -EBUSY;
+        }
+        /* EBUSY too while the kernel still holds on to exiting tasks: the caller tries again */
+        if (unlinkat(parent_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
 int cgroup_kill_and_remove(int parent_fd, const char *name, uint64_t timeout_usec) {
         _cleanup_close_ int fd = -EBADF;
         int r;

@@ -44,8 +44,13 @@ int cgroup_enable_controllers(int dir_fd, const char *wanted);
 /* Moves pid into dir_fd/cgroup.procs. */
 int cgroup_attach_pid(int dir_fd, pid_t pid);
 
-/* Kills everything in the cgroup (cgroup.kill; Linux >= 5.14) and removes the directory once empty,
- * waiting up to timeout_usec for the kernel to report it unpopulated. -EBUSY if it stayed populated. */
+/* Kills everything in the cgroup (cgroup.kill; Linux >= 5.14) and removes the directory if it is empty
+ * now; never waits. 0 once removed (or absent), -EBUSY while the kill is still under way (call again
+ * later), -errno otherwise. For the event loop. */
+int cgroup_kill_and_try_remove(int parent_fd, const char *name);
+
+/* The same, blocking: waits up to timeout_usec for the kernel to report the cgroup unpopulated, then
+ * removes it. -EBUSY if it stayed populated. For exit paths only, never on the event loop. */
 int cgroup_kill_and_remove(int parent_fd, const char *name, uint64_t timeout_usec);
 
 /* True when cgroup.events says populated 0. */

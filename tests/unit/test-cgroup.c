@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The cgroup helpers against a fixture tree in a temp dir (the readers take directory fds, so a plain
  * directory with the right files stands in for a cgroup): keyed files, controllers lists, attribute
- * writes, the populated/kill/remove dance on a leaf that never empties, our own /proc/PID/cgroup, and
- * detection on a directory that is no cgroup2 mount. */
+ * writes, the populated/kill/remove dance on a leaf that never empties, the cgroup backend removing a
+ * dead worker's leaf from the event loop without waiting on it, our own /proc/PID/cgroup, and detection
+ * on a directory that is no cgroup2 mount. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -20,10 +21,12 @@
 
 #include <cmocka.h>
 
+#include "backend.h"
 #include "cgroup.h"
 #include "cleanup.h"
 #include "fd-util.h"
 #include "time-util.h"
+#include "worker.h"
 
 static char root[] = "/tmp/test-cgroup.XXXXXX";
 static int root_fd = -EBADF;
@@ -43,6 +46,15 @@ static int teardown(void **state) {
         snprintf(cmd, sizeof cmd, "rm -rf %s", root);
         return system(cmd) == 0 ? 0 : -1;
 }
+
+#define CHECK_ELAPSED_UNDER(t0, limit)                                                                  \
+        do {                                                                                            \
+                usec_t _took = now_usec(CLOCK_MONOTONIC) - (t0);                                        \
+                if (_took >= (limit))                                                                   \
+                        fail_msg("took %llu ms, limit %llu ms: the event loop was blocked",             \
+                                 (unsigned long long) (_took / USEC_PER_MSEC),                          \
+                                 (unsigned long long) ((limit) / USEC_PER_MSEC));                        \
+        } while (0)
 
 static void put(const char *path, const char *content) {
         _cleanup_close_ int fd = openat(root_fd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -215,6 +227,132 @@ static void test_cgroup_kill_and_remove_stays_populated(void **state) {
         assert_int_equal(faccessat(root_fd, "w2", F_OK, 0), 0); /* left in place */
 }
 
+static void test_cgroup_kill_and_try_remove_never_waits(void **state) {
+        usec_t t0;
+
+        assert_int_equal(cgroup_kill_and_try_remove(root_fd, "w9"), 0); /* gone already */
+        assert_int_equal(mkdirat(root_fd, "w5", 0755), 0);
+        put("w5/cgroup.events", "populated 1\n");
+        put("w5/cgroup.kill", "");
+        t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(cgroup_kill_and_try_remove(root_fd, "w5"), -EBUSY);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 100 * USEC_PER_MSEC);
+        assert_string_equal(get("w5/cgroup.kill"), "1");
+        assert_int_equal(faccessat(root_fd, "w5", F_OK, 0), 0);
+        /* emptied: on to rmdir() (which the fixture's own files make fail) */
+        put("w5/cgroup.events", "populated 0\n");
+        assert_int_equal(cgroup_kill_and_try_remove(root_fd, "w5"), -ENOTEMPTY);
+}
+
+/* The cgroup backend over the fixture tree, as cgroup_init() leaves it (root not ours to remove). */
+static void fixture_backend(Backend *b, sd_event *e) {
+        *b = (Backend) {
+                .vtable = &backend_cgroup_vtable,
+                .event = e,
+                .layout = CGROUP_LAYOUT_UNIFIED,
+                .cgroup_mount = (char *) "",
+                .root = root,
+                .root_fd = root_fd,
+        };
+}
+
+/* A dead worker whose leaf w<id> still holds a process (its own child, say) that did not exit yet. */
+static Worker *dead_worker_with_leftovers(unsigned id) {
+        char path[64];
+        Worker *w;
+
+        snprintf(path, sizeof path, "w%u", id);
+        assert_int_equal(mkdirat(root_fd, path, 0755), 0);
+        snprintf(path, sizeof path, "w%u/cgroup.events", id);
+        put(path, "populated 1\n");
+        snprintf(path, sizeof path, "w%u/cgroup.kill", id);
+        put(path, "");
+        assert_int_equal(worker_new(NULL, id, &w), 0);
+        assert_true(asprintf(&w->cgroup_path, "/w%u", id) > 0);
+        return w;
+}
+
+static void run_loop_for(sd_event *e, usec_t span) {
+        usec_t end = now_usec(CLOCK_MONOTONIC) + span;
+
+        while (now_usec(CLOCK_MONOTONIC) < end)
+                assert_true(sd_event_run(e, 10 * USEC_PER_MSEC) >= 0);
+}
+
+static void test_cgroup_backend_release_does_not_block(void **state) {
+        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
+        Worker *w = dead_worker_with_leftovers(7);
+        Backend b;
+        usec_t t0;
+
+        assert_true(sd_event_new(&e) >= 0);
+        fixture_backend(&b, e);
+        /* the worker died and its child did not (yet): release kills the leaf and returns at once,
+         * where it used to poll() up to 5 s on the commander's only loop */
+        t0 = now_usec(CLOCK_MONOTONIC);
+        b.vtable->release(&b, w);
+        CHECK_ELAPSED_UNDER(t0, 200 * USEC_PER_MSEC);
+        assert_string_equal(get("w7/cgroup.kill"), "1");
+        assert_int_equal(faccessat(root_fd, "w7", F_OK, 0), 0);
+
+        /* the loop tries again, killing anew what is still there */
+        put("w7/cgroup.kill", "");
+        run_loop_for(e, 100 * USEC_PER_MSEC);
+        assert_string_equal(get("w7/cgroup.kill"), "1");
+
+        /* once empty the retry goes to rmdir() (which the fixture's files make fail: logged, done) and
+         * stops; nothing is killed again */
+        put("w7/cgroup.events", "populated 0\n");
+        put("w7/cgroup.kill", "");
+        run_loop_for(e, 1200 * USEC_PER_MSEC);
+        assert_string_equal(get("w7/cgroup.kill"), "");
+        assert_null(b.data);
+        worker_free(w);
+        b.vtable->done(&b);
+}
+
+static void test_cgroup_backend_release_gives_up(void **state) {
+        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
+        Worker *w = dead_worker_with_leftovers(8);
+        usec_t t0 = now_usec(CLOCK_MONOTONIC);
+        Backend b;
+
+        assert_true(sd_event_new(&e) >= 0);
+        fixture_backend(&b, e);
+        b.vtable->release(&b, w);
+        /* a leaf that never empties: retried with back-off for about 5 s, then left with a warning */
+        while (b.data) {
+                assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 15 * USEC_PER_SEC);
+                assert_true(sd_event_run(e, 100 * USEC_PER_MSEC) >= 0);
+        }
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 >= 4 * USEC_PER_SEC);
+        put("w8/cgroup.kill", "");
+        run_loop_for(e, 1100 * USEC_PER_MSEC);
+        assert_string_equal(get("w8/cgroup.kill"), ""); /* no more attempts */
+        assert_int_equal(faccessat(root_fd, "w8", F_OK, 0), 0);
+        worker_free(w);
+        b.vtable->done(&b);
+}
+
+static void test_cgroup_backend_done_finishes_pending(void **state) {
+        _cleanup_(sd_event_unrefp) sd_event *e = NULL;
+        Worker *w = dead_worker_with_leftovers(9);
+        Backend b;
+
+        assert_true(sd_event_new(&e) >= 0);
+        fixture_backend(&b, e);
+        b.vtable->release(&b, w);
+        assert_non_null(b.data);
+        /* the commander leaves its loop with the leaf still emptying: done() waits for it there (the
+         * fixture's files make the final rmdir() fail; on cgroupfs it succeeds) and frees the retry */
+        put("w9/cgroup.events", "populated 0\n");
+        put("w9/cgroup.kill", "");
+        b.vtable->done(&b);
+        assert_null(b.data);
+        assert_string_equal(get("w9/cgroup.kill"), ""); /* empty already: not killed again */
+        worker_free(w);
+}
+
 static void test_cgroup_pid_path_self(void **state) {
         _cleanup_free_ char *self = NULL, *by_pid = NULL;
         char expect[4096];
@@ -301,6 +439,10 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_cgroup_kill_and_remove_wakes_on_events, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cgroup_kill_and_remove_empty_leaf_goes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cgroup_kill_and_remove_stays_populated, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cgroup_kill_and_try_remove_never_waits, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cgroup_backend_release_does_not_block, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cgroup_backend_release_gives_up, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cgroup_backend_done_finishes_pending, setup, teardown),
                 cmocka_unit_test(test_cgroup_pid_path_self),
                 cmocka_unit_test(test_cgroup_pid_path_no_such_pid),
                 cmocka_unit_test_setup_teardown(test_cgroup_detect_not_a_cgroup, setup, teardown),
