@@ -350,15 +350,56 @@ static bool compaction_is_none(const Manager *m) {
         return headroom < m->policy.compaction_margin * m->policy.admission_threshold - 1e-6;
 }
 
+/* A full check walks the whole pool, about 14 ns a worker. Where the summary cannot prove "nothing to
+ * do" (a hold that stands, retiring waiting for moves, the pool settling), every report would pay that
+ * walk: 14 us per report with 1 000 workers. So in a large pool a full check is followed by a gap of
+ * occupancy_interval / COALESCE_DIVISOR (156 ms at 5 s) in which reports defer theirs to the gap's end,
+ * by a one-shot timer the first of them arms: decisions come at most that much later, on readings that
+ * are averaged over 30 s anyway. A change of the pool (a worker joined or left) checks at once. In a
+ * small pool the walk is cheap and reports are further apart than the gap: every check runs at once. */
+#define COALESCE_MIN_WORKERS 64U
+#define COALESCE_DIVISOR 32U
+
+static int on_deferred_check(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        m->deferred_check = sd_event_source_disable_unref(m->deferred_check);
+        manager_check_capacity(m);
+        return 0;
+}
+
+/* True when the full check runs now; false when it was deferred to the end of the gap. */
+static bool full_check_now(Manager *m, usec_t now, bool pool_changed) {
+        int r;
+
+        if (pool_changed || m->n_workers < COALESCE_MIN_WORKERS || now >= m->next_full_check) {
+                m->deferred_check = sd_event_source_disable_unref(m->deferred_check);
+                m->next_full_check = now + m->config.occupancy_interval / COALESCE_DIVISOR;
+                return true;
+        }
+        if (m->deferred_check)
+                return false;
+        r = sd_event_add_time(m->event, &m->deferred_check, CLOCK_MONOTONIC, m->next_full_check, 0,
+                              on_deferred_check, m);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to defer a capacity check, checking at once: %m");
+                return true;
+        }
+        return false;
+}
+
 void manager_check_capacity(Manager *m) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
+        bool pool_changed = !m->summary.valid;
         PolicyInput in;
 
         if (m->stopping)
                 return;
-        if (!m->summary.valid || now >= m->summary.recheck_at)
+        if (pool_changed || now >= m->summary.recheck_at)
                 summary_rebuild(m, now);
         if (scale_up_is_none(m) && compaction_is_none(m))
+                return;
+        if (!full_check_now(m, now, pool_changed))
                 return;
         manager_policy_input(m, &in);
         act_scale_up(m, &in);

@@ -242,6 +242,7 @@ Manager *manager_free(Manager *m) {
         free(m->workers);
         free(m->policy_buf);
         m->spawn_retry = sd_event_source_disable_unref(m->spawn_retry);
+        m->deferred_check = sd_event_source_disable_unref(m->deferred_check);
         m->stop_deadline = sd_event_source_disable_unref(m->stop_deadline);
         m->status_timer = sd_event_source_disable_unref(m->status_timer);
         backend_free(m->backend);

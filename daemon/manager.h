@@ -61,6 +61,8 @@ typedef struct Manager {
         DecisionKind last_scale_up;
         DecisionKind last_compaction;
         PoolSummary summary;
+        usec_t next_full_check;         /* large pools: reports before it defer their full check */
+        sd_event_source *deferred_check; /* the deferred check, armed by the first such report */
 
         /* spawn throttle: consecutive failures (exec error, death or timeout before routable) */
         unsigned spawn_failures;

@@ -680,6 +680,10 @@ void pool_stop_worker(Manager *m, Worker *w, const char *why) {
                 return;
         set_state(w, WORKER_STOPPING);
         w->stop_started_at = now_usec(CLOCK_MONOTONIC);
+        /* it left the policies' world now, not at its death: the next compaction waits for the survivors'
+         * windows to see its load, or a report between SIGTERM and death could retire one more */
+        if (w->routable_at > 0)
+                m->pool_changed_at = w->stop_started_at;
         if (!w->stop_reason)
                 w->stop_reason = strdup(why);
         /* a parked child never ran the command: nothing to be graceful about */

@@ -297,6 +297,27 @@ static void test_manager_check_capacity_retires_idle(void **state) {
         frame_decoder_done(&d);
 }
 
+/* A retired worker leaves the pool when it is told to stop, not when its process ends: a report between
+ * the two finds the pool settling, and does not retire a second worker on windows that have not yet seen
+ * the first one's load. */
+static void test_manager_check_capacity_no_second_retire_before_death(void **state) {
+        Worker *w[4];
+
+        for (unsigned i = 0; i < ELEMENTSOF(w); i++)
+                w[i] = add_routable(0);
+        for (unsigned i = 0; i < ELEMENTSOF(w); i++)
+                fixture_report(w[i], READING(.cpu = 0.05));
+        assert_int_equal(m->last_compaction, DECISION_RETIRE);
+        assert_int_equal(w[3]->state, WORKER_STOPPING); /* still alive: no death yet */
+
+        /* H = 0.5 + 2 x 0.8 - 0.15 = 1.95 > 1.2 would retire w3 at once */
+        fixture_advance(USEC_PER_SEC);
+        fixture_report(w[0], READING(.cpu = 0.05));
+        assert_int_equal(m->last_compaction, DECISION_WAIT);
+        assert_non_null(strstr(m->compaction_hold.reason, "the pool changed"));
+        assert_int_equal(w[2]->state, WORKER_ROUTABLE);
+}
+
 static void test_manager_check_capacity_waits_for_moves(void **state) {
         Worker *w[3];
 
@@ -338,6 +359,38 @@ static void test_manager_check_capacity_settles_after_change(void **state) {
         fixture_report(w[0], READING(.cpu = 0.05));
         assert_int_equal(m->last_compaction, DECISION_RETIRE);
         assert_int_equal(w[2]->state, WORKER_STOPPING);
+}
+
+/* In a pool of 64 or more, a report that needs the full check (here: a hold to lift) within
+ * occupancy_interval/32 of the last one defers it to that moment instead of walking the pool again; in a
+ * smaller pool (every test above) each check runs at once. */
+static void test_manager_check_capacity_coalesces_in_large_pool(void **state) {
+        const usec_t gap = m->config.occupancy_interval / 32;
+        Worker *w[70];
+
+        for (unsigned i = 0; i < ELEMENTSOF(w); i++)
+                w[i] = add_routable(1);
+        for (unsigned i = 0; i < ELEMENTSOF(w); i++)
+                fixture_report(w[i], READING(.cpu = 0.79));
+        fixture_report(w[1], READING(.cpu = 0.79)); /* the second row: cpu can go missing now */
+        fixture_advance(gap); /* the warm-up's own full checks are behind */
+        fixture_report(w[1], READING()); /* cpu missing: the hold comes at once, a full check */
+        assert_int_equal(m->last_compaction, DECISION_HELD);
+        assert_int_equal(m->compaction_hold.worker, 2);
+        assert_null(m->deferred_check);
+
+        fixture_advance(gap / 4);
+        fixture_report(w[1], READING(.cpu = 0.79)); /* readable again, inside the gap: deferred */
+        assert_int_equal(m->last_compaction, DECISION_HELD);
+        assert_non_null(m->deferred_check);
+        fixture_report(w[2], READING(.cpu = 0.79)); /* one deferred check for any number of reports */
+        assert_non_null(m->deferred_check);
+
+        fixture_advance(gap);
+        manager_check_capacity(m); /* what the deferred check's timer calls */
+        assert_int_equal(m->last_compaction, DECISION_NONE);
+        assert_false(m->compaction_hold.active);
+        assert_null(m->deferred_check);
 }
 
 static void test_manager_check_capacity_refused_spawn(void **state) {
@@ -551,8 +604,11 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_steady, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_holds_on_stale, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_retires_idle, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_manager_check_capacity_no_second_retire_before_death, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_waits_for_moves, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_settles_after_change, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_manager_check_capacity_coalesces_in_large_pool, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_refused_spawn, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_stopping_does_nothing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_fast_path_agrees, setup, teardown),
