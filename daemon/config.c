@@ -170,6 +170,7 @@ static const KeyInfo key_table[_CONFIG_KEY_MAX] = {
         KEY(UPSTREAM_CONNECTIONS, "frontend", upstream_connections, VALUE_UINT32, RULE_POSITIVE),
         KEY(TRUSTED_PROXIES, "frontend", trusted_proxies, VALUE_PREFIXES, RULE_NONE),
         KEY(COOKIE_MAX_AGE, "frontend", cookie_max_age, VALUE_DURATION, RULE_POSITIVE),
+        KEY(MAX_REVOKED_USERS, "frontend", max_revoked_users, VALUE_UINT32, RULE_POSITIVE),
 };
 
 static const char *const section_table[] = {"worker", "pool", "policy", "frontend"};
@@ -657,6 +658,7 @@ int config_init_defaults(Config *c) {
                 .h2_max_concurrent_streams = 100,
                 .upstream_connections = 64,
                 .cookie_max_age = 7 * 24 * 3600 * USEC_PER_SEC,
+                .max_revoked_users = 100000,
         };
 
         if (strv_consume(&c->exec, strdup(EP_DEMO_WORKER_PATH)) < 0)
@@ -778,9 +780,10 @@ static int validate_key(const Config *c, ConfigKey k, const char *shown, char **
         case VALUE_PREFIXES:
                 for (char **p = c->trusted_proxies; p && *p; p++) {
                         ConfigPrefix prefix;
-                        if (config_parse_ip_prefix(*p, &prefix) < 0)
+                        if (!streq(*p, CONFIG_TRUSTED_UNIX) && config_parse_ip_prefix(*p, &prefix) < 0)
                                 return key_error(c, k, ret_error,
-                                                 "'%s' is not an IP address or ADDRESS/PREFIXLEN",
+                                                 "'%s' is not an IP address, ADDRESS/PREFIXLEN or '"
+                                                 CONFIG_TRUSTED_UNIX "'",
                                                  shorten(*p, buf, sizeof(buf)));
                 }
                 return 0;

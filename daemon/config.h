@@ -61,6 +61,7 @@ typedef enum ConfigKey {
         CONFIG_KEY_UPSTREAM_CONNECTIONS,
         CONFIG_KEY_TRUSTED_PROXIES,
         CONFIG_KEY_COOKIE_MAX_AGE,
+        CONFIG_KEY_MAX_REVOKED_USERS,
         _CONFIG_KEY_MAX,
         _CONFIG_KEY_INVALID = -EINVAL,
 } ConfigKey;
@@ -118,9 +119,10 @@ typedef struct Config {
         uint32_t max_connections;            /* 10000 */
         uint32_t h2_max_concurrent_streams;  /* 100 */
         uint32_t upstream_connections;       /* 64 per worker */
-        char **trusted_proxies;              /* addresses (ADDR or ADDR/PREFIX) whose X-Forwarded-Proto is
-                                              * believed; NULL-terminated, NULL = none */
+        char **trusted_proxies;              /* addresses (ADDR or ADDR/PREFIX, or CONFIG_TRUSTED_UNIX) whose
+                                              * X-Forwarded-Proto is believed; NULL-terminated, NULL: none */
         usec_t cookie_max_age;               /* 7 d */
+        uint32_t max_revoked_users;          /* 100000 logouts kept on record (their cookies revoked) */
 
         /* Line of the last assignment of each key in path; 0 = not set by the file (default, or set in
          * code). Cross-key errors name these lines. */
@@ -169,6 +171,9 @@ typedef struct ConfigPrefix {
         } address;
         unsigned prefixlen; /* 32 / 128 for a single address */
 } ConfigPrefix;
+
+/* The trusted_proxies entry that trusts peers of a Unix socket listener (one systemd handed over). */
+#define CONFIG_TRUSTED_UNIX "unix"
 
 /* Parses a trusted_proxies entry: "ADDR" or "ADDR/PREFIXLEN", IPv4 or IPv6 (no brackets). 0 or -EINVAL. */
 int config_parse_ip_prefix(const char *s, ConfigPrefix *ret);

@@ -6,7 +6,9 @@
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -21,8 +23,9 @@ static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwx
 /* Unpadded base64url length of n bytes. */
 #define B64URL_LENGTH(n) ((n) / 3 * 4 + ((n) % 3 == 0 ? 0 : (n) % 3 + 1))
 /* cookie_sign() writes into COOKIE_VALUE_MAX bytes: the longest value (a COOKIE_USER_MAX user, a 20-digit
- * expiry) must fit, NUL included */
-_Static_assert(B64URL_LENGTH(COOKIE_USER_MAX) + 1 + 20 + 1 + B64URL_LENGTH(32) + 1 <= COOKIE_VALUE_MAX,
+ * expiry and a 20-digit issue stamp) must fit, NUL included */
+_Static_assert(B64URL_LENGTH(COOKIE_USER_MAX) + 1 + 20 + 1 + 20 + 1 + B64URL_LENGTH(32) + 1 <=
+                       COOKIE_VALUE_MAX,
                "COOKIE_VALUE_MAX cannot hold the longest cookie");
 
 static size_t b64url_encode(const uint8_t *in, size_t n, char *out) {
@@ -83,46 +86,115 @@ static int b64url_decode(const char *in, size_t n, uint8_t *out, size_t size) {
         return (int) o;
 }
 
-int cookie_key_load(const char *state_dir, CookieKey *ret) {
-        _cleanup_free_ char *path = NULL;
-        _cleanup_close_ int fd = -EBADF;
+/* Sets *ret_error (when asked for) to the formatted sentence and returns r. */
+_printf_(3, 4) static int key_error(char **ret_error, int r, const char *format, ...) {
+        va_list ap;
+
+        if (ret_error) {
+                va_start(ap, format);
+                if (vasprintf(ret_error, format, ap) < 0)
+                        *ret_error = NULL;
+                va_end(ap);
+        }
+        return r;
+}
+
+/* An existing key file: anyone who can read it can sign a cookie for any user, and anyone who can
+ * write it can make the commander accept their own key; so it must be ours and closed to everyone
+ * else. Checked on the open file, not on the path, so nothing can be swapped in between. */
+static int key_read(int fd, const char *path, CookieKey *ret, char **ret_error) {
         uint8_t key[COOKIE_KEY_SIZE + 1];
+        struct stat st;
         ssize_t n;
 
-        if (asprintf(&path, "%s/cookie.key", state_dir) < 0)
-                return -ENOMEM;
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd >= 0) {
-                /* one byte more than a key: a longer file is as wrong as a shorter one */
-                n = pread_string(fd, (char *) key, sizeof key);
-                if (n == -EFBIG)
-                        return -EBADMSG;
-                if (n < 0)
-                        return (int) n;
-                if (n != COOKIE_KEY_SIZE)
-                        return -EBADMSG;
-                memcpy(ret->key, key, sizeof ret->key);
-                return 0;
-        }
-        if (errno != ENOENT)
-                return -errno;
-        if (getrandom(key, COOKIE_KEY_SIZE, 0) != COOKIE_KEY_SIZE)
-                return -EIO;
-        /* O_EXCL: a second commander racing us must not get a different key */
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0) {
-                if (errno == EEXIST)
-                        return cookie_key_load(state_dir, ret);
-                return -errno;
-        }
-        n = write(fd, key, COOKIE_KEY_SIZE);
-        if (n != COOKIE_KEY_SIZE || fsync(fd) < 0) {
-                int r = n < 0 || n == COOKIE_KEY_SIZE ? -errno : -EIO;
-                (void) unlink(path);
-                return r;
-        }
+        if (fstat(fd, &st) < 0)
+                return key_error(ret_error, -errno, "Cannot stat %s: %s", path, strerror(errno));
+        if (S_ISDIR(st.st_mode))
+                return key_error(ret_error, -EISDIR, "%s is a directory, not a key file", path);
+        if (!S_ISREG(st.st_mode))
+                return key_error(ret_error, -EBADMSG, "%s is not a regular file", path);
+        if (st.st_uid != geteuid())
+                return key_error(ret_error, -EPERM,
+                                 "%s is owned by uid %u, not by uid %u the commander runs as: refusing a "
+                                 "signing key another user controls (chown it, or remove it to have a new "
+                                 "one made, which logs every user out)",
+                                 path, (unsigned) st.st_uid, (unsigned) geteuid());
+        if ((st.st_mode & 077) != 0)
+                return key_error(ret_error, -EPERM,
+                                 "%s has mode %04o: group or others may read or replace the key that signs "
+                                 "every user's cookie (chmod 0600 it, or remove it to have a new one made, "
+                                 "which logs every user out)",
+                                 path, (unsigned) (st.st_mode & 07777));
+        /* one byte more than a key: a longer file is as wrong as a shorter one */
+        n = pread_string(fd, (char *) key, sizeof key);
+        if (n == -EFBIG || (n >= 0 && n != COOKIE_KEY_SIZE))
+                return key_error(ret_error, -EBADMSG, "%s is %lld bytes long, a key is %d", path,
+                                 (long long) st.st_size, COOKIE_KEY_SIZE);
+        if (n < 0)
+                return key_error(ret_error, (int) n, "Cannot read %s: %s", path, strerror((int) -n));
         memcpy(ret->key, key, sizeof ret->key);
         return 0;
+}
+
+/* Makes a new key: written and synced under a temporary name (mkostemp: O_EXCL, mode 0600), then
+ * link()ed to its name, which fails with EEXIST rather than replace a key another commander linked
+ * first. So cookie.key, once it exists, is always whole. 1 with the key created, 0 when another
+ * commander's key was there first (read that one), -errno. */
+static int key_create(const char *state_dir, const char *path, CookieKey *ret, char **ret_error) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -EBADF, dir_fd = -EBADF;
+        uint8_t key[COOKIE_KEY_SIZE];
+        int r;
+
+        if (getrandom(key, sizeof key, 0) != (ssize_t) sizeof key)
+                return key_error(ret_error, -EIO, "Cannot get %d random bytes for a new %s", COOKIE_KEY_SIZE,
+                                 path);
+        if (asprintf(&tmp, "%s/.cookie.key.XXXXXX", state_dir) < 0)
+                return -ENOMEM;
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return key_error(ret_error, -errno, "Cannot create a temporary file in %s: %s", state_dir,
+                                 strerror(errno));
+        r = loop_write(fd, key, sizeof key);
+        if (r >= 0 && fsync(fd) < 0)
+                r = -errno;
+        if (r >= 0 && link(tmp, path) < 0)
+                r = -errno;
+        (void) unlink(tmp);
+        if (r == -EEXIST)
+                return 0;
+        if (r < 0)
+                return key_error(ret_error, r, "Cannot create %s: %s", path, strerror(-r));
+        /* the new name must survive a crash as surely as the bytes it names */
+        dir_fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd >= 0)
+                (void) fsync(dir_fd);
+        memcpy(ret->key, key, sizeof ret->key);
+        return 1;
+}
+
+int cookie_key_load(const char *state_dir, CookieKey *ret, char **ret_error) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        if (ret_error)
+                *ret_error = NULL;
+        if (asprintf(&path, "%s/cookie.key", state_dir) < 0)
+                return -ENOMEM;
+        /* a second round only when another commander linked its key between our open and our link; a
+         * third only if that key was removed again at once */
+        for (unsigned attempt = 0; attempt < 3; attempt++) {
+                _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+
+                if (fd >= 0)
+                        return key_read(fd, path, ret, ret_error);
+                if (errno != ENOENT)
+                        return key_error(ret_error, -errno, "Cannot open %s: %s", path, strerror(errno));
+                r = key_create(state_dir, path, ret, ret_error);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        return key_error(ret_error, -EBUSY, "%s keeps appearing and disappearing", path);
 }
 
 /* HMAC() fetches the algorithm, then allocates and keys a context on every call: about 1 us of every
@@ -160,7 +232,7 @@ static EVP_MAC_CTX *mac_context(const CookieKey *k) {
         return mac_ctx;
 }
 
-/* mac over "<user b64>.<expiry>": exactly the bytes before the second dot. */
+/* mac over "<user b64>.<expiry>.<issued>": exactly the bytes before the last dot. */
 static int mac(const CookieKey *k, const char *data, size_t len, uint8_t out[32]) {
         EVP_MAC_CTX *ctx = mac_context(k);
         size_t out_len = 0;
@@ -171,7 +243,8 @@ static int mac(const CookieKey *k, const char *data, size_t len, uint8_t out[32]
         return 0;
 }
 
-int cookie_sign(const CookieKey *k, const char *user, uint64_t expires_at, char *buf, size_t size) {
+int cookie_sign(const CookieKey *k, const char *user, uint64_t issued, uint64_t expires_at, char *buf,
+                size_t size) {
         size_t ulen = strlen(user), n;
         uint8_t m[32];
         int r;
@@ -181,7 +254,8 @@ int cookie_sign(const CookieKey *k, const char *user, uint64_t expires_at, char 
         if (size < COOKIE_VALUE_MAX)
                 return -ENOBUFS;
         n = b64url_encode((const uint8_t *) user, ulen, buf);
-        n += (size_t) snprintf(buf + n, size - n, ".%llu", (unsigned long long) expires_at);
+        n += (size_t) snprintf(buf + n, size - n, ".%llu.%llu", (unsigned long long) expires_at,
+                               (unsigned long long) issued);
         r = mac(k, buf, n, m);
         if (r < 0)
                 return r;
@@ -191,29 +265,56 @@ int cookie_sign(const CookieKey *k, const char *user, uint64_t expires_at, char 
         return (int) n;
 }
 
-int cookie_verify(const CookieKey *k, const char *value, size_t len, uint64_t now, char *ret_user, size_t ret_size) {
-        const char *dot1, *dot2;
+/* Decimal digits from p up to the first byte that is not one (at most end), into *ret. The end of the
+ * number, or NULL when there is none or it overflows. */
+static const char *parse_number(const char *p, const char *end, uint64_t *ret) {
+        const char *start = p;
+        uint64_t v = 0;
+
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+                if (v > (UINT64_MAX - (uint64_t) (*p - '0')) / 10)
+                        return NULL;
+                v = v * 10 + (uint64_t) (*p - '0');
+        }
+        if (p == start)
+                return NULL;
+        *ret = v;
+        return p;
+}
+
+/* "<expiry>.<issued>" (or, from before issue stamps, "<expiry>" alone, read as issued 0) between the
+ * first and the last dot. 0 or -EBADMSG. */
+static int parse_stamps(const char *p, const char *end, uint64_t *ret_expiry, uint64_t *ret_issued) {
+        uint64_t issued = 0;
+
+        p = parse_number(p, end, ret_expiry);
+        if (p && p < end && *p == '.')
+                p = parse_number(p + 1, end, &issued);
+        if (p != end)
+                return -EBADMSG;
+        *ret_issued = issued;
+        return 0;
+}
+
+int cookie_verify(const CookieKey *k, const char *value, size_t len, uint64_t now, char *ret_user,
+                  size_t ret_size, uint64_t *ret_issued) {
+        const char *dot1, *last;
         uint8_t want[32], got[32];
-        uint64_t expiry = 0;
+        uint64_t expiry = 0, issued = 0;
         int r, ulen;
 
         if (len >= COOKIE_VALUE_MAX)
                 return -EBADMSG;
         dot1 = memchr(value, '.', len);
-        if (!dot1)
+        last = memrchr(value, '.', len);
+        if (!dot1 || last == dot1)
                 return -EBADMSG;
-        dot2 = memchr(dot1 + 1, '.', len - (size_t) (dot1 + 1 - value));
-        if (!dot2 || dot2 == dot1 + 1)
+        if (parse_stamps(dot1 + 1, last, &expiry, &issued) < 0)
                 return -EBADMSG;
-        for (const char *p = dot1 + 1; p < dot2; p++) {
-                if (*p < '0' || *p > '9' || expiry > (UINT64_MAX - (uint64_t) (*p - '0')) / 10)
-                        return -EBADMSG;
-                expiry = expiry * 10 + (uint64_t) (*p - '0');
-        }
-        r = b64url_decode(dot2 + 1, len - (size_t) (dot2 + 1 - value), got, sizeof got);
+        r = b64url_decode(last + 1, len - (size_t) (last + 1 - value), got, sizeof got);
         if (r != (int) sizeof got)
                 return -EBADMSG;
-        r = mac(k, value, (size_t) (dot2 - value), want);
+        r = mac(k, value, (size_t) (last - value), want);
         if (r < 0)
                 return r;
         if (CRYPTO_memcmp(want, got, sizeof want) != 0)
@@ -227,6 +328,8 @@ int cookie_verify(const CookieKey *k, const char *value, size_t len, uint64_t no
         ret_user[ulen] = 0;
         if (memchr(ret_user, 0, (size_t) ulen))
                 return -EBADMSG;
+        if (ret_issued)
+                *ret_issued = issued;
         return 0;
 }
 
@@ -258,4 +361,122 @@ int cookie_find(const HeaderField *fields, size_t n, const char *name, const cha
                 }
         }
         return 0;
+}
+
+/* ---- logouts ---- */
+
+struct CookieRevocation {
+        CookieRevocation *older, *newer;
+        uint64_t stamp; /* cookies of user issued at or before it are void */
+        uint64_t until; /* and all of them have expired by then */
+        char user[];
+};
+
+void cookie_revocations_init(CookieRevocations *r, size_t max) {
+        *r = (CookieRevocations) { .max = MAX(max, (size_t) 1) };
+        strmap_init(&r->users);
+}
+
+static void record_unlink(CookieRevocations *r, CookieRevocation *e) {
+        if (e->older)
+                e->older->newer = e->newer;
+        else
+                r->oldest = e->newer;
+        if (e->newer)
+                e->newer->older = e->older;
+        else
+                r->newest = e->older;
+        e->older = e->newer = NULL;
+}
+
+static void record_append(CookieRevocations *r, CookieRevocation *e) {
+        e->older = r->newest;
+        e->newer = NULL;
+        if (r->newest)
+                r->newest->newer = e;
+        else
+                r->oldest = e;
+        r->newest = e;
+}
+
+static void record_drop(CookieRevocations *r, CookieRevocation *e) {
+        (void) strmap_remove(&r->users, e->user);
+        record_unlink(r, e);
+        free(e);
+        r->n--;
+}
+
+void cookie_revocations_done(CookieRevocations *r) {
+        while (r->oldest)
+                record_drop(r, r->oldest);
+        strmap_done(&r->users);
+        *r = (CookieRevocations) {};
+}
+
+uint64_t cookie_stamp(CookieRevocations *r, uint64_t now) {
+        r->last_stamp = now > r->last_stamp ? now : r->last_stamp + 1;
+        return r->last_stamp;
+}
+
+size_t cookie_revocations_expire(CookieRevocations *r, uint64_t now) {
+        size_t n = 0;
+
+        /* records are appended in stamp order with `until` a fixed span after the stamp, so the ones
+         * that are due sit at the old end */
+        while (r->oldest && r->oldest->until <= now) {
+                record_drop(r, r->oldest);
+                n++;
+        }
+        return n;
+}
+
+int cookie_revoke(CookieRevocations *r, const char *user, uint64_t stamp, uint64_t until, uint64_t now,
+                  char **ret_evicted) {
+        _cleanup_free_ CookieRevocation *e = NULL;
+        _cleanup_free_ char *evicted = NULL;
+        CookieRevocation *have;
+        size_t len = strlen(user);
+        int q;
+
+        (void) cookie_revocations_expire(r, now);
+        have = strmap_get(&r->users, user);
+        if (have) {
+                /* logged out again: the later logout voids everything the earlier one did, and more */
+                have->stamp = MAX(have->stamp, stamp);
+                have->until = MAX(have->until, until);
+                record_unlink(r, have);
+                record_append(r, have);
+                return 0;
+        }
+        /* everything that can fail first, so -ENOMEM leaves the records as they were */
+        e = malloc(sizeof *e + len + 1);
+        if (!e)
+                return -ENOMEM;
+        *e = (CookieRevocation) { .stamp = stamp, .until = until };
+        memcpy(e->user, user, len + 1);
+        if (r->n >= r->max && ret_evicted) {
+                evicted = strdup(r->oldest->user);
+                if (!evicted)
+                        return -ENOMEM;
+        }
+        q = strmap_put(&r->users, e->user, e, NULL);
+        if (q < 0)
+                return q;
+        /* more than one only when max was lowered since */
+        for (q = 0; r->n >= r->max; q++) {
+                r->forgotten_through = MAX(r->forgotten_through, r->oldest->stamp);
+                record_drop(r, r->oldest);
+        }
+        record_append(r, e);
+        r->n++;
+        TAKE_PTR(e);
+        if (ret_evicted)
+                *ret_evicted = TAKE_PTR(evicted);
+        return q;
+}
+
+bool cookie_revoked(const CookieRevocations *r, const char *user, uint64_t issued) {
+        const CookieRevocation *e = strmap_get(&r->users, user);
+
+        return e && issued <= e->stamp;
 }

@@ -345,11 +345,13 @@ int forward_request_serialize(const Exchange *x, const char *cookie_name, char *
         put_lit(&w, " ");
         put(&w, h->target, h->target_len);
         put_lit(&w, " HTTP/1.1\r\n");
-        if (h->authority && h->authority_len > 0) {
-                put_lit(&w, "Host: ");
+        /* Always a Host, even for a target without an authority (HTTP/1.0 without Host, h2 without
+         * :authority or host, absolute-form with an empty one): what goes out is HTTP/1.1, and RFC 9112
+         * 3.2 has such a client "send a Host header field with an empty field value". */
+        put_lit(&w, "Host: ");
+        if (h->authority)
                 put(&w, h->authority, h->authority_len);
-                put_lit(&w, "\r\n");
-        }
+        put_lit(&w, "\r\n");
 
         r = put_fields(&w, x, cookie_name);
         if (r < 0)

@@ -31,7 +31,8 @@
 #define LISTEN_BACKLOG 4096
 #define SWEEP_INTERVAL (60 * USEC_PER_SEC)
 #define SWEEP_MAX_AGE (3600 * USEC_PER_SEC)
-#define CLIENT_ERRORS_PER_SECOND 20U
+/* Error lines (request errors and client-caused ones) per second; the rest are counted and summed up. */
+#define ERROR_LINES_PER_SECOND 20U
 /* Requests waiting for a free connection to one worker. Every guest goes to the reception, so one h2
  * client with many streams can queue thousands there; each waits with a few hundred bytes of state. */
 #define UPSTREAM_QUEUE_MAX 16384U
@@ -48,28 +49,113 @@ bool frontend_shutting_down(Frontend *fe) {
         return fe->shutting_down;
 }
 
-void frontend_log_client_error(Frontend *fe, const char *format, ...) {
+/* ---- the error lines' rate limit ---- */
+
+/* Appends ", N more <what>" (or " and N more" before the last one) to the summary. */
+static void summary_add(char *buf, size_t size, size_t *len, unsigned n, const char *what, bool last) {
+        const char *sep = *len == 0 ? "" : last ? " and " : ", ";
+        int k;
+
+        if (*len >= size)
+                return;
+        k = snprintf(buf + *len, size - *len, "%s%u more %s", sep, n, what);
+        *len = k < 0 ? size : MIN(size, *len + (size_t) k);
+}
+
+void frontend_log_flush(Frontend *fe) {
+        char summary[512], what[16];
+        unsigned kinds = 0, done = 0;
+        size_t len = 0;
+
+        if (fe->log_suppressed_total == 0)
+                return;
+        for (size_t i = 0; i < FRONTEND_LOG_STATUSES; i++)
+                kinds += fe->log_suppressed[i] > 0;
+        /* statuses in order, then the lines without one */
+        for (size_t i = 1; i <= FRONTEND_LOG_STATUSES; i++) {
+                size_t slot = i % FRONTEND_LOG_STATUSES;
+                unsigned n = fe->log_suppressed[slot];
+
+                if (n == 0)
+                        continue;
+                if (slot == 0)
+                        snprintf(what, sizeof what, "client error%s", n == 1 ? "" : "s");
+                else
+                        snprintf(what, sizeof what, "%zu%s", slot + 399, n == 1 ? "" : "s");
+                summary_add(summary, sizeof summary, &len, n, what, ++done == kinds && kinds > 1);
+                fe->log_suppressed[slot] = 0;
+        }
+        log_notice("... and %s in the last second (error lines are rate-limited to %u a second)", summary,
+                   ERROR_LINES_PER_SECOND);
+        fe->log_suppressed_total = 0;
+}
+
+static int on_log_flush(sd_event_source *s, uint64_t usec, void *userdata) {
+        frontend_log_flush(userdata);
+        return 0;
+}
+
+/* Whether one more error line may go out now; counts it by status when not. */
+static bool log_admit(Frontend *fe, unsigned status) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (now - fe->log_window_start >= USEC_PER_SEC) {
+                frontend_log_flush(fe);
+                fe->log_window_start = now;
+                fe->log_in_window = 0;
+        }
+        if (fe->log_in_window < ERROR_LINES_PER_SECOND) {
+                fe->log_in_window++;
+                return true;
+        }
+        fe->log_suppressed[status >= 400 && status <= 599 ? status - 399 : 0]++;
+        /* the first line left out in this second: report the count when the second ends, whether or not
+         * another line comes to roll the window over */
+        if (fe->log_suppressed_total++ == 0 && fe->log_flush_timer) {
+                usec_t end = fe->log_window_start + USEC_PER_SEC;
+
+                if (sd_event_source_set_time_relative(fe->log_flush_timer, end > now ? end - now : 0) < 0 ||
+                    sd_event_source_set_enabled(fe->log_flush_timer, SD_EVENT_ONESHOT) < 0)
+                        log_debug("Cannot arm the error log's flush timer; the count goes out with the "
+                                  "next line");
+        }
+        return false;
+}
+
+void frontend_log_client_error(Frontend *fe, const char *format, ...) {
         char buf[1024];
         va_list ap;
 
-        if (now - fe->log_window_start >= USEC_PER_SEC) {
-                if (fe->log_suppressed > 0)
-                        log_notice("Suppressed %u messages about client errors in the last second",
-                                   fe->log_suppressed);
-                fe->log_window_start = now;
-                fe->log_in_window = 0;
-                fe->log_suppressed = 0;
-        }
-        if (fe->log_in_window >= CLIENT_ERRORS_PER_SECOND) {
-                fe->log_suppressed++;
+        if (!log_admit(fe, 0))
                 return;
-        }
-        fe->log_in_window++;
         va_start(ap, format);
         vsnprintf(buf, sizeof buf, format, ap);
         va_end(ap);
         log_notice("%s", buf);
+}
+
+const char *request_log_fields(char *buf, size_t size, const Exchange *x, unsigned status) {
+        if (status > 0)
+                snprintf(buf, size, "EP_REQUEST_ID=%s\nEP_STATUS=%u", x->id, status);
+        else
+                snprintf(buf, size, "EP_REQUEST_ID=%s", x->id);
+        return buf;
+}
+
+void frontend_log_request(Frontend *fe, const Exchange *x, unsigned status, const char *format, ...) {
+        char buf[1024], extra[REQUEST_LOG_FIELDS_MAX];
+        va_list ap;
+
+        if (!log_admit(fe, status))
+                return;
+        va_start(ap, format);
+        vsnprintf(buf, sizeof buf, format, ap);
+        va_end(ap);
+        log_struct(status >= 500 ? LOG_WARNING : LOG_NOTICE,
+                   LOG_FIELDS(.event = status > 0 ? "request-error" : "client-error",
+                              .worker = (int) x->worker, .user = x->user,
+                              .extra = request_log_fields(extra, sizeof extra, x, status)),
+                   "%s", buf);
 }
 
 /* ---- connections ---- */
@@ -356,9 +442,12 @@ static int load_trusted(Frontend *fe) {
         fe->trusted = calloc(n, sizeof *fe->trusted);
         if (!fe->trusted)
                 return -ENOMEM;
-        for (char **t = fe->config->trusted_proxies; t && *t; t++)
-                if (config_parse_ip_prefix(*t, &fe->trusted[fe->n_trusted]) >= 0)
+        for (char **t = fe->config->trusted_proxies; t && *t; t++) {
+                if (streq(*t, CONFIG_TRUSTED_UNIX))
+                        fe->trust_unix = true;
+                else if (config_parse_ip_prefix(*t, &fe->trusted[fe->n_trusted]) >= 0)
                         fe->n_trusted++;
+        }
         return 0;
 }
 
@@ -370,11 +459,14 @@ static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata) {
 
         if (n > 0)
                 log_warning("Swept %u open-request entries older than an hour; an exchange leaked them", n);
+        /* logouts whose revoked cookies have all expired anyway */
+        (void) cookie_revocations_expire(&fe->revocations, now_usec(CLOCK_REALTIME));
         (void) sd_event_source_set_time(s, usec + SWEEP_INTERVAL);
         return 0;
 }
 
 int frontend_new(Manager *m, const FrontendOptions *o, Frontend **ret) {
+        _cleanup_free_ char *key_error = NULL;
         Frontend *fe;
         int r;
 
@@ -385,6 +477,10 @@ int frontend_new(Manager *m, const FrontendOptions *o, Frontend **ret) {
         fe->event = m->event;
         fe->config = &m->config;
         surface_init(&fe->surface);
+        cookie_revocations_init(&fe->revocations, fe->config->max_revoked_users);
+        /* cookies of ours are stamped after this; one stamped before it was issued by an earlier run */
+        fe->cookie_epoch = cookie_stamp(&fe->revocations, now_usec(CLOCK_REALTIME));
+        fe->cookie_age_max = fe->config->cookie_max_age;
         if (getrandom(fe->prng, sizeof fe->prng, 0) != sizeof fe->prng || (fe->prng[0] | fe->prng[1]) == 0)
                 fe->prng[0] = now_usec(CLOCK_REALTIME), fe->prng[1] = (uint64_t) getpid() | 1;
 
@@ -394,10 +490,18 @@ int frontend_new(Manager *m, const FrontendOptions *o, Frontend **ret) {
                 goto fail;
         }
         r = mkdir_parents(fe->state_dir, 0700);
-        if (r >= 0)
-                r = cookie_key_load(fe->state_dir, &fe->cookie_key);
         if (r < 0) {
-                log_error_errno(r, "Failed to load or create the cookie key in %s: %m", fe->state_dir);
+                log_error_errno(r, "Failed to create the state directory %s for the cookie key: %m",
+                                fe->state_dir);
+                goto fail;
+        }
+        r = cookie_key_load(fe->state_dir, &fe->cookie_key, &key_error);
+        if (r < 0) {
+                if (key_error)
+                        log_error("Refusing to start without a cookie key: %s", key_error);
+                else
+                        log_error_errno(r, "Failed to load or create the cookie key in %s: %m",
+                                        fe->state_dir);
                 goto fail;
         }
         r = load_trusted(fe);
@@ -411,6 +515,11 @@ int frontend_new(Manager *m, const FrontendOptions *o, Frontend **ret) {
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(fe->sweep_timer, SD_EVENT_ON);
+        r = sd_event_add_time_relative(fe->event, &fe->log_flush_timer, CLOCK_MONOTONIC, USEC_PER_SEC,
+                                       100 * USEC_PER_MSEC, on_log_flush, fe);
+        if (r < 0)
+                goto fail;
+        (void) sd_event_source_set_enabled(fe->log_flush_timer, SD_EVENT_OFF);
 
         m->frontend = fe;
         m->on_worker_routable = on_worker_routable;
@@ -438,6 +547,10 @@ Frontend *frontend_free(Frontend *fe) {
                         fe->manager->frontend = NULL;
         }
         surface_done(&fe->surface);
+        cookie_revocations_done(&fe->revocations);
+        /* what the rate limit left out is reported, not lost with us */
+        frontend_log_flush(fe);
+        fe->log_flush_timer = sd_event_source_disable_unref(fe->log_flush_timer);
         fe->shutdown_deadline = sd_event_source_disable_unref(fe->shutdown_deadline);
         fe->sweep_timer = sd_event_source_disable_unref(fe->sweep_timer);
         fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +22,28 @@
 
 /* A held request's body is buffered up to this much while it waits (the client side pauses). */
 #define HELD_BODY_MAX (256U * 1024U)
+/* At most one warning per this span about logouts forgotten past max_revoked_users. */
+#define REVOCATION_WARNING_INTERVAL (60 * USEC_PER_SEC)
 
 typedef struct HeldBody {
         size_t size;
         bool ended;
         uint8_t data[];
 } HeldBody;
+
+/* What the router keeps of an exchange besides what both sides see: allocated around the Exchange by
+ * exchange_new(), so every pointer has its own type (the held list links through Exchange.held_next,
+ * the held body is here; neither borrows the forward side's upstream slot). */
+typedef struct RouterExchange {
+        Exchange x;             /* first: exchange_new() hands out &rx->x */
+        HeldBody *held_body;    /* body bytes that arrived while it was held */
+        uint64_t cookie_issued; /* issue stamp of the sticky cookie that named x.user */
+} RouterExchange;
+
+/* Every Exchange the router is given came from exchange_new(). */
+static RouterExchange *router_exchange(Exchange *x) {
+        return (RouterExchange *) ((uint8_t *) x - offsetof(RouterExchange, x));
+}
 
 bool header_name_is(const HeaderField *f, const char *name) {
         return strlen(name) == f->name_len && strncasecmp(f->name, name, f->name_len) == 0;
@@ -101,7 +118,9 @@ static bool peer_trusted(const Frontend *fe, const struct sockaddr_storage *peer
         else if (family == AF_INET6)
                 addr = (const uint8_t *) &((const struct sockaddr_in6 *) peer)->sin6_addr;
         else
-                return family == AF_UNIX; /* a proxy on our own Unix socket is local */
+                /* a Unix socket says nothing of who is behind it (systemd may hand one over that any
+                 * local user can reach): trusted only when trusted_proxies says "unix" */
+                return family == AF_UNIX && fe->trust_unix;
         for (size_t i = 0; i < fe->n_trusted; i++) {
                 const ConfigPrefix *t = &fe->trusted[i];
                 const uint8_t *want = (const uint8_t *) &t->address;
@@ -180,21 +199,44 @@ static SurfaceUser *replace_user(Frontend *fe, Exchange *x, const char *name, co
         return u;
 }
 
+/* Why the surface does not know the user of a valid cookie. It forgets a user when its worker goes away
+ * or when it logs out, and a logout revokes the cookies issued before it; so what is left is a worker
+ * gone, a cookie from before this commander started (the surface lives in memory), or a logout whose
+ * record was forgotten past max_revoked_users. */
+static const char *unknown_user_reason(Frontend *fe, Exchange *x) {
+        uint64_t issued = router_exchange(x)->cookie_issued;
+
+        if (issued <= fe->cookie_epoch)
+                return "the surface does not know it (its cookie is older than this commander)";
+        if (issued <= fe->revocations.forgotten_through)
+                return "the surface does not know it (its worker is gone, or it logged out and that logout "
+                       "was forgotten past max_revoked_users)";
+        return "the surface does not know it (its worker is gone)";
+}
+
 static void resolve_user(Frontend *fe, Exchange *x) {
         char user[COOKIE_USER_MAX + 1];
         const char *value;
+        uint64_t issued;
         size_t len;
         int r;
 
         if (cookie_find(x->req.fields, x->req.n_fields, COOKIE_NAME, &value, &len) <= 0)
                 return;
-        r = cookie_verify(&fe->cookie_key, value, len, (uint64_t) time(NULL), user, sizeof user);
+        r = cookie_verify(&fe->cookie_key, value, len, (uint64_t) time(NULL), user, sizeof user, &issued);
         if (r < 0) {
-                frontend_log_client_error(fe, "Request %s: %s sticky cookie, treated as a guest", x->id,
-                                          r == -ETIME ? "expired" : "unsigned or forged");
+                frontend_log_request(fe, x, 0, "Request %s: %s sticky cookie, treated as a guest", x->id,
+                                     r == -ETIME ? "expired" : "unsigned or forged");
+                return;
+        }
+        if (cookie_revoked(&fe->revocations, user, issued)) {
+                frontend_log_request(fe, x, 0,
+                                     "Request %s: sticky cookie of user %s revoked by logout, treated as a guest",
+                                     x->id, user);
                 return;
         }
         x->user = strdup(user);
+        router_exchange(x)->cookie_issued = issued;
 }
 
 /* ---- forwarding ---- */
@@ -205,8 +247,10 @@ static void fail_early(Frontend *fe, Exchange *x, unsigned status, unsigned retr
         x->state = EXCHANGE_DONE;
         x->status = status;
         fe->errors++;
-        frontend_log_client_error(fe, "Request %s %.*s %.*s: %u %s", x->id, (int) x->req.method_len, x->req.method,
-                                  (int) MIN(x->req.target_len, 200U), x->req.target, status, reason);
+        /* rate-limited: an overloaded pool answers 503 to everyone; what is left out is counted by status */
+        frontend_log_request(fe, x, status, "Request %s %.*s %.*s: %u %s", x->id, (int) x->req.method_len,
+                             x->req.method, (int) MIN(x->req.target_len, 200U), x->req.target, status,
+                             reason);
         x->client->response_error(x, status, retry_after, reason);
 }
 
@@ -243,12 +287,11 @@ static void start_on(Frontend *fe, Exchange *x, Worker *w) {
 
 /* Replays body bytes that arrived while the exchange was held. */
 static void flush_held_body(Exchange *x) {
-        HeldBody *b = (HeldBody *) x->held_next;
+        HeldBody *b = TAKE_PTR(router_exchange(x)->held_body);
         bool ended;
 
         if (!b)
                 return;
-        x->held_next = NULL;
         ended = b->ended;
         if (b->size > 0)
                 (void) forward_request_body(x, b->data, b->size);
@@ -265,9 +308,9 @@ static void hold(Frontend *fe, Exchange *x, SurfaceUser *u) {
         x->state = EXCHANGE_HELD;
         x->held_since = now_usec(CLOCK_MONOTONIC);
         fe->held++;
-        /* the list links through the exchange's own pointer slot; the body buffer waits elsewhere */
+        x->held_next = NULL;
         if (u->held_last)
-                *(Exchange **) &u->held_last->upstream = x;
+                u->held_last->held_next = x;
         else
                 u->held_first = x;
         u->held_last = x;
@@ -283,7 +326,7 @@ static void dispatch(Frontend *fe, Exchange *x) {
         if (x->user) {
                 u = surface_user_get(&fe->surface, x->user);
                 if (!u)
-                        u = replace_user(fe, x, x->user, "the surface does not know it (its worker is gone)");
+                        u = replace_user(fe, x, x->user, unknown_user_reason(fe, x));
                 if (u && u->move) {
                         hold(fe, x, u);
                         return;
@@ -307,10 +350,12 @@ static void dispatch(Frontend *fe, Exchange *x) {
 }
 
 Exchange *exchange_new(Frontend *fe, const ClientOps *ops, void *client_data) {
-        Exchange *x = calloc(1, sizeof *x);
+        RouterExchange *rx = calloc(1, sizeof *rx);
+        Exchange *x;
 
-        if (!x)
+        if (!rx)
                 return NULL;
+        x = &rx->x;
         x->frontend = fe;
         x->client = ops;
         x->client_data = client_data;
@@ -324,24 +369,26 @@ static void unlink_held(Frontend *fe, Exchange *x) {
 
         if (!u)
                 return;
-        for (Exchange *e = u->held_first; e; prev = e, e = (Exchange *) e->upstream) {
+        for (Exchange *e = u->held_first; e; prev = e, e = e->held_next) {
                 if (e != x)
                         continue;
                 if (prev)
-                        prev->upstream = x->upstream;
+                        prev->held_next = x->held_next;
                 else
-                        u->held_first = (Exchange *) x->upstream;
+                        u->held_first = x->held_next;
                 if (u->held_last == x)
                         u->held_last = prev;
                 u->n_held--;
                 break;
         }
-        x->upstream = NULL;
+        x->held_next = NULL;
 }
 
 static void held_body_free(Exchange *x) {
-        free(x->held_next);
-        x->held_next = NULL;
+        RouterExchange *rx = router_exchange(x);
+
+        free(rx->held_body);
+        rx->held_body = NULL;
 }
 
 static void request_closed(Frontend *fe, Exchange *x) {
@@ -369,7 +416,7 @@ Exchange *exchange_free(Exchange *x) {
         held_body_free(x);
         request_closed(fe, x);
         free(x->user);
-        free(x);
+        free(router_exchange(x));
         return NULL;
 }
 
@@ -384,7 +431,8 @@ void exchange_begin(Exchange *x) {
 }
 
 static int hold_body(Exchange *x, const void *data, size_t size, bool end) {
-        HeldBody *b = (HeldBody *) x->held_next;
+        RouterExchange *rx = router_exchange(x);
+        HeldBody *b = rx->held_body;
         size_t have = b ? b->size : 0;
 
         if (have + size > HELD_BODY_MAX + 65536)
@@ -392,12 +440,13 @@ static int hold_body(Exchange *x, const void *data, size_t size, bool end) {
         b = realloc(b, sizeof *b + have + size);
         if (!b)
                 return -ENOMEM;
-        if (have == 0 && !x->held_next)
+        if (!rx->held_body)
                 b->ended = false;
-        memcpy(b->data + have, data, size);
+        if (size > 0)
+                memcpy(b->data + have, data, size);
         b->size = have + size;
         b->ended = b->ended || end;
-        x->held_next = (Exchange *) b;
+        rx->held_body = b;
         if (b->size >= HELD_BODY_MAX) {
                 x->request_body_paused = true;
                 return 1;
@@ -453,10 +502,50 @@ static bool user_name_valid(const char *s, size_t n) {
         return true;
 }
 
+/* Logged out, the user must not come back with a cookie it kept (or someone copied): that would place it
+ * again and send X-Elastic-Pool-User to a worker for up to cookie_max_age. So every cookie issued to it
+ * until now is revoked; the next login gets a later stamp and a valid cookie at once. */
+static void revoke_cookies(Frontend *fe, const char *user) {
+        _cleanup_free_ char *evicted = NULL;
+        uint64_t now = now_usec(CLOCK_REALTIME), stamp;
+        usec_t mono;
+        int r;
+
+        fe->revocations.max = fe->config->max_revoked_users;
+        stamp = cookie_stamp(&fe->revocations, now);
+        /* every cookie issued up to stamp has expired once the longest lifetime given to any has passed */
+        r = cookie_revoke(&fe->revocations, user, stamp, stamp + fe->cookie_age_max, now, &evicted);
+        if (r < 0) {
+                log_error_errno(r,
+                                "Cannot record the logout of user %s: the cookies it was given stay valid "
+                                "until they expire: %m",
+                                user);
+                return;
+        }
+        if (r == 0)
+                return;
+        /* a logout storm at the cap would warn on every logout: once a minute, with the count */
+        fe->revocations_evicted += (unsigned) r;
+        mono = now_usec(CLOCK_MONOTONIC);
+        if (fe->revocations_warned && mono - fe->revocations_warned_at < REVOCATION_WARNING_INTERVAL)
+                return;
+        log_warning("max_revoked_users=%u logouts on record: forgot the %u oldest since the last warning "
+                    "(the latest, of user %s); the cookies those users held before logging out are valid "
+                    "again until they expire (raise max_revoked_users)",
+                    fe->config->max_revoked_users, fe->revocations_evicted, strna(evicted));
+        fe->revocations_evicted = 0;
+        fe->revocations_warned = true;
+        fe->revocations_warned_at = mono;
+}
+
 static void logout(Frontend *fe, Exchange *x) {
-        SurfaceUser *u = x->user ? surface_user_get(&fe->surface, x->user) : NULL;
+        SurfaceUser *u;
         unsigned worker;
 
+        if (!x->user)
+                return;
+        revoke_cookies(fe, x->user);
+        u = surface_user_get(&fe->surface, x->user);
         if (!u)
                 return;
         worker = u->worker;
@@ -532,7 +621,12 @@ static HeaderField cookie_field(Frontend *fe, Exchange *x, const char *user, cha
                 n = snprintf(buf, size, "%s=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax%s", COOKIE_NAME, secure);
         else {
                 uint64_t max_age = fe->config->cookie_max_age / USEC_PER_SEC;
-                if (cookie_sign(&fe->cookie_key, user, (uint64_t) time(NULL) + max_age, value, sizeof value) < 0)
+                uint64_t now = now_usec(CLOCK_REALTIME), issued = cookie_stamp(&fe->revocations, now);
+
+                /* a logout must outlast every cookie it revokes, cookie_max_age reloaded or not */
+                fe->cookie_age_max = MAX(fe->cookie_age_max, fe->config->cookie_max_age);
+                if (cookie_sign(&fe->cookie_key, user, issued, now / USEC_PER_SEC + max_age, value,
+                                sizeof value) < 0)
                         return (HeaderField) {};
                 n = snprintf(buf, size, "%s=%s; Path=/; Max-Age=%llu; HttpOnly; SameSite=Lax%s", COOKIE_NAME, value,
                              (unsigned long long) max_age, secure);
@@ -596,15 +690,20 @@ int exchange_response_end(Exchange *x) {
 void exchange_fail(Exchange *x, unsigned status, const char *reason) {
         Frontend *fe = x->frontend;
         bool head_sent = x->state == EXCHANGE_RESPONDING;
+        unsigned shown = head_sent ? x->status : status;
+        char extra[REQUEST_LOG_FIELDS_MAX];
 
         x->upstream = NULL;
         x->state = EXCHANGE_DONE;
         fe->errors++;
         request_closed(fe, x);
-        log_struct(LOG_WARNING, LOG_FIELDS(.event = "forward-error", .worker = (int) x->worker, .user = x->user),
+        /* one line per request, not rate-limited: each is a worker failing a request it took */
+        log_struct(LOG_WARNING,
+                   LOG_FIELDS(.event = "forward-error", .worker = (int) x->worker, .user = x->user,
+                              .extra = request_log_fields(extra, sizeof extra, x, shown)),
                    "Request %s %.*s %.*s on w%u: %s%u: %s", x->id, (int) x->req.method_len, x->req.method,
                    (int) MIN(x->req.target_len, 200U), x->req.target, x->worker,
-                   head_sent ? "response aborted after " : "", head_sent ? x->status : status, reason);
+                   head_sent ? "response aborted after " : "", shown, reason);
         if (head_sent) {
                 x->client->response_abort(x, reason);
                 return;
@@ -621,8 +720,8 @@ void router_release_held(Frontend *fe, SurfaceUser *u) {
         u->held_first = u->held_last = NULL;
         u->n_held = 0;
         while (x) {
-                Exchange *next = (Exchange *) x->upstream;
-                x->upstream = NULL;
+                Exchange *next = x->held_next;
+                x->held_next = NULL;
                 x->state = EXCHANGE_NEW;
                 if (now_usec(CLOCK_MONOTONIC) - x->held_since > fe->config->hold_timeout)
                         fail_early(fe, x, 503, 1, "held past hold_timeout while its user moved");
@@ -638,8 +737,8 @@ void router_fail_held(Frontend *fe, SurfaceUser *u, const char *reason) {
         u->held_first = u->held_last = NULL;
         u->n_held = 0;
         while (x) {
-                Exchange *next = (Exchange *) x->upstream;
-                x->upstream = NULL;
+                Exchange *next = x->held_next;
+                x->held_next = NULL;
                 x->state = EXCHANGE_NEW;
                 fail_early(fe, x, 503, 1, reason);
                 x = next;

@@ -107,6 +107,7 @@ static void assert_config_equal(const Config *a, const Config *b) {
         assert_int_equal(a->upstream_connections, b->upstream_connections);
         assert_true((a->trusted_proxies == NULL) == (b->trusted_proxies == NULL));
         assert_int_equal(a->cookie_max_age, b->cookie_max_age);
+        assert_int_equal(a->max_revoked_users, b->max_revoked_users);
 }
 
 static void test_config_init_defaults_values(void **state) {
@@ -151,6 +152,7 @@ static void test_config_init_defaults_values(void **state) {
         assert_int_equal(c.upstream_connections, 64);
         assert_null(c.trusted_proxies);
         assert_int_equal(c.cookie_max_age, 7 * 24 * 3600 * USEC_PER_SEC);
+        assert_int_equal(c.max_revoked_users, 100000);
         for (ConfigKey k = 0; k < _CONFIG_KEY_MAX; k++)
                 assert_int_equal(c.line[k], 0);
         assert_int_equal(config_validate(&c, &error), 0);
@@ -241,6 +243,7 @@ static void test_config_load_every_key(void **state) {
                 ROW(UPSTREAM_CONNECTIONS, "frontend", upstream_connections, "16", U32, 16),
                 ROW(TRUSTED_PROXIES, "frontend", trusted_proxies, "10.0.0.0/8 ::1", STRV1, .s = "::1"),
                 ROW(COOKIE_MAX_AGE, "frontend", cookie_max_age, "1d", U64, 86400 * USEC_PER_SEC),
+                ROW(MAX_REVOKED_USERS, "frontend", max_revoked_users, "5000", U32, 5000),
         };
         _cleanup_free_ char *text = NULL, *error = NULL, *path = NULL;
         bool seen[_CONFIG_KEY_MAX] = {};
@@ -473,6 +476,11 @@ static void test_config_load_listen_append_and_reset(void **state) {
                 load_text("[frontend]\ntrusted_proxies = 10.0.0.1\ntrusted_proxies =\n", &c, &error, NULL),
                 0);
         assert_null(c.trusted_proxies);
+        /* "unix" trusts the peers of a Unix socket listener; nothing does by default */
+        assert_int_equal(load_text("[frontend]\ntrusted_proxies = unix 10.0.0.1\n", &c, &error, NULL), 0);
+        assert_string_equal(c.trusted_proxies[0], CONFIG_TRUSTED_UNIX);
+        assert_string_equal(c.trusted_proxies[1], "10.0.0.1");
+        assert_null(c.trusted_proxies[2]);
         config_done(&c);
 
         /* 16 addresses fit, a 17th does not */
@@ -592,7 +600,16 @@ static void test_config_load_error_kinds(void **state) {
                  "2); the "
                  "admin listener must never be reachable through the public one"},
                 {"[frontend]\ntrusted_proxies = 10.0.0.0/8 10.0.0.0/33\n",
-                 "2: [frontend] trusted_proxies: '10.0.0.0/33' is not an IP address or ADDRESS/PREFIXLEN"},
+                 "2: [frontend] trusted_proxies: '10.0.0.0/33' is not an IP address, ADDRESS/PREFIXLEN or "
+                 "'unix'"},
+                /* only the exact word, not a path nor another case */
+                {"[frontend]\ntrusted_proxies = Unix\n",
+                 "2: [frontend] trusted_proxies: 'Unix' is not an IP address, ADDRESS/PREFIXLEN or 'unix'"},
+                {"[frontend]\ntrusted_proxies = unix:/run/x.sock\n",
+                 "2: [frontend] trusted_proxies: 'unix:/run/x.sock' is not an IP address, ADDRESS/PREFIXLEN "
+                 "or 'unix'"},
+                {"[frontend]\nmax_revoked_users = 0\n",
+                 "2: [frontend] max_revoked_users: 0 is not positive (must be greater than 0)"},
                 /* cross-key */
                 {"[policy]\nwindow_rows = 4\n",
                  "2: [policy] window_rows: 4 is less than smoothing_rows = 6 (the default)"},

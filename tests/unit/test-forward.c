@@ -202,9 +202,19 @@ static const SerializeCase serialize_cases[] = {
                             "Content-Length: 12345678901\r\n\r\n",
         },
         {
-                .name = "no authority, no peer address, no id: no Host, no X-Forwarded-For",
+                /* RFC 9112 3.2: an HTTP/1.1 request always has a Host, empty without an authority (an
+                 * HTTP/1.0 client without Host, h2 without :authority) */
+                .name = "no authority, no peer address, no id: an empty Host, no X-Forwarded-For",
                 .method = "OPTIONS", .target = "*",
-                .expected = "OPTIONS * HTTP/1.1\r\nX-Forwarded-Proto: http\r\n\r\n",
+                .expected = "OPTIONS * HTTP/1.1\r\nHost: \r\nX-Forwarded-Proto: http\r\n\r\n",
+        },
+        {
+                .name = "an empty authority (absolute-form http:///x): an empty Host",
+                .method = "GET", .target = "/x", .authority = "",
+                .peer = "192.0.2.7", .id = "r9b",
+                .expected = "GET /x HTTP/1.1\r\nHost: \r\n"
+                            "X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\n"
+                            "X-Request-Id: r9b\r\n\r\n",
         },
         {
                 .name = "empty body with a length",
