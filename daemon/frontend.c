@@ -266,6 +266,7 @@ static void accept_backlog(Frontend *fe) {
                 log_debug("Took %u queued connections in before closing the listeners", n);
 }
 
+/* A listener of ours accepts at once; one handed over by systemd waits for listeners_start(). */
 static int add_listener(Frontend *fe, int fd, const char *address, bool ours) {
         Listener *l;
         Listener *a = reallocarray(fe->listeners, fe->n_listeners + 1, sizeof *a);
@@ -279,8 +280,58 @@ static int add_listener(Frontend *fe, int fd, const char *address, bool ours) {
         r = sd_event_add_io(fe->event, &l->io, fd, EPOLLIN, on_accept, fe);
         if (r < 0)
                 return r;
+        if (!ours) {
+                r = sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
+                if (r < 0)
+                        return r;
+        }
         fe->n_listeners++;
         return 0;
+}
+
+/* Sockets handed over by systemd were open before we were, and clients may already wait in them: the one
+ * whose connection made systemd start us, those that came while our previous instance restarted. To them
+ * the service was only slow to answer, so they are accepted once a worker is routable rather than told
+ * 503 at once. Bounded by spawn_timeout: when no worker comes up, they get what any client gets without
+ * one, and nothing waits forever. Our own listen= sockets accept at once: nobody could connect before we
+ * bound them, and a client arriving during our start gets its 503 without waiting. */
+static void listeners_start(Frontend *fe, const char *why) {
+        if (!fe->ready_timer)
+                return;
+        fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);
+        for (size_t i = 0; i < fe->n_listeners; i++)
+                if (!fe->listeners[i].ours)
+                        (void) sd_event_source_set_enabled(fe->listeners[i].io, SD_EVENT_ON);
+        log_info("Accepting on the sockets handed over by systemd: %s", why);
+}
+
+static int on_ready_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Frontend *fe = userdata;
+        char span[32];
+
+        log_warning("No worker routable within spawn_timeout=%s; accepting on the sockets handed over by "
+                    "systemd anyway (503 until one is)",
+                    format_timespan(span, sizeof span, fe->config->spawn_timeout));
+        listeners_start(fe, "no worker yet");
+        return 0;
+}
+
+static void listeners_defer(Frontend *fe) {
+        bool handed_over = false;
+        int r;
+
+        for (size_t i = 0; i < fe->n_listeners; i++)
+                handed_over = handed_over || !fe->listeners[i].ours;
+        if (!handed_over)
+                return;
+        r = sd_event_add_time_relative(fe->event, &fe->ready_timer, CLOCK_MONOTONIC, fe->config->spawn_timeout,
+                                       USEC_PER_MSEC, on_ready_timeout, fe);
+        if (r < 0) {
+                /* no bound on the wait: then no wait */
+                log_warning_errno(r, "Failed to arm the first-worker timer, accepting at once: %m");
+                for (size_t i = 0; i < fe->n_listeners; i++)
+                        (void) sd_event_source_set_enabled(fe->listeners[i].io, SD_EVENT_ON);
+        }
 }
 
 static int open_listener(Frontend *fe, const char *address) {
@@ -387,8 +438,11 @@ static void on_worker_routable(Manager *m, Worker *w) {
         if (w->forward)
                 return;
         r = forward_pool_new(fe->event, w->socket_path, &o, &w->forward);
-        if (r < 0)
+        if (r < 0) {
                 log_error_errno(r, "Failed to set up forwarding to %s: %m", WORKER_NAME(w));
+                return;
+        }
+        listeners_start(fe, "a worker is routable");
 }
 
 static void on_worker_draining(Manager *m, Worker *w) {
@@ -510,6 +564,7 @@ int frontend_new(Manager *m, const FrontendOptions *o, Frontend **ret) {
         r = open_listeners(fe);
         if (r < 0)
                 goto fail;
+        listeners_defer(fe);
         r = sd_event_add_time_relative(fe->event, &fe->sweep_timer, CLOCK_MONOTONIC, SWEEP_INTERVAL,
                                        USEC_PER_SEC, on_sweep, fe);
         if (r < 0)
@@ -591,6 +646,7 @@ void frontend_begin_shutdown(Frontend *fe, void (*on_drained)(Frontend *fe)) {
         /* stop accepting first: whatever connects from now on is refused by the kernel, not dropped by us;
          * what the kernel already completed is ours (accepted with shutting_down set: told at once) */
         accept_backlog(fe);
+        fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);
         close_listeners(fe);
         log_info("Front end shutting down: %u client connections finish what they sent", fe->n_connections);
         for (FrontendConnection *c = fe->connections, *next; c; c = next) {
