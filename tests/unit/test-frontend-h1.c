@@ -784,6 +784,8 @@ typedef struct BadInput {
         X(asterisk_with_get, 400, 0, "GET * HTTP/1.1\r\n" H "\r\n")                                    \
         X(absolute_with_userinfo, 400, 0, "GET http://u@a/ HTTP/1.1\r\n" H "\r\n")                     \
         X(absolute_other_scheme, 400, 0, "GET ftp://a/ HTTP/1.1\r\n" H "\r\n")                         \
+        X(absolute_empty_host, 400, 0, "GET http:///x HTTP/1.1\r\n" H "\r\n")                          \
+        X(absolute_empty_host_port, 400, 0, "GET http://:80/x HTTP/1.1\r\n" H "\r\n")                  \
         X(missing_host, 400, 0, "GET / HTTP/1.1\r\nX-A: a\r\n\r\n")                                    \
         X(two_hosts, 400, 0, "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n")                           \
         X(invalid_host, 400, 0, "GET / HTTP/1.1\r\nHost: a b\r\n\r\n")                                 \
