@@ -748,13 +748,14 @@ void manager_worker_drained(Manager *m, Worker *w) {
                 pool_stop_worker(m, w, w->stop_reason ? w->stop_reason : "drained");
 }
 
-static void describe_death(Manager *m, Worker *w, const siginfo_t *si, char *buf, size_t size) {
+/* Describes the death into buf; true when the kernel's OOM killer did it. */
+static bool describe_death(Manager *m, Worker *w, const siginfo_t *si, char *buf, size_t size) {
         uint64_t oom = 0;
 
         if (m->backend->vtable->oom_kills(m->backend, w, &oom) >= 0 && oom > w->oom_kills_at_start) {
                 snprintf(buf, size, "killed by the kernel OOM killer (memory.events oom_kill=%llu, signal %s)",
                          (unsigned long long) oom, strna(sigabbrev_np(si->si_status)));
-                return;
+                return true;
         }
         switch (si->si_code) {
         case CLD_EXITED:
@@ -769,11 +770,20 @@ static void describe_death(Manager *m, Worker *w, const siginfo_t *si, char *buf
         default:
                 snprintf(buf, size, "ended (si_code %d, status %d)", si->si_code, si->si_status);
         }
+        return false;
+}
+
+/* SIGKILL or SIGTERM, and not from the OOM killer: someone outside ended a running worker (an operator, a
+ * test, a deployment tool). That says nothing of whether the worker can start. */
+static bool killed_from_outside(const siginfo_t *si, bool oom) {
+        return !oom && si->si_code == CLD_KILLED && (si->si_status == SIGKILL || si->si_status == SIGTERM);
 }
 
 /* A death we did not ask for, before the worker became routable or within the stable period after, is a
- * failed spawn. One we asked for, or one already counted (exec failed, spawn timeout), is not. */
-static void count_early_death(Manager *m, Worker *w, const char *cause, bool expected) {
+ * failed spawn: a crash loop. One we asked for, one already counted (exec failed, spawn timeout), or, once
+ * routable, a kill from outside, is not: five kill -9 of fresh workers must not stop the pool spawning. */
+static void count_early_death(Manager *m, Worker *w, const siginfo_t *si, bool oom, const char *cause,
+                              bool expected) {
         char what[384], up[32], period[32];
         usec_t lived;
 
@@ -784,6 +794,8 @@ static void count_early_death(Manager *m, Worker *w, const char *cause, bool exp
                 spawn_failed(m, w, what);
                 return;
         }
+        if (killed_from_outside(si, oom))
+                return;
         lived = now_usec(CLOCK_MONOTONIC) - w->routable_at;
         if (lived >= stable_period(m))
                 return;
@@ -799,10 +811,11 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
         Manager *m = w->manager;
         bool expected = w->state == WORKER_STOPPING || m->stopping;
         char cause[256], why[160] = "";
+        bool oom;
 
         /* the pidfd and the exec-error pipe race: an exec failure must be read before the death */
         check_exec_error(m, w);
-        describe_death(m, w, si, cause, sizeof cause);
+        oom = describe_death(m, w, si, cause, sizeof cause);
         m->deaths++;
         if (w->exec_failed)
                 snprintf(why, sizeof why, " (its command could not be executed)");
@@ -811,7 +824,7 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
         log_struct(expected ? LOG_INFO : LOG_WARNING,
                    LOG_FIELDS(.message_id = MESSAGE_ID_DEATH, .event = "death", .worker = (int) w->id),
                    "Worker %s (pid %d) %s%s", WORKER_NAME(w), (int) w->pid, cause, why);
-        count_early_death(m, w, cause, expected);
+        count_early_death(m, w, si, oom, cause, expected);
         worker_dead(m, w);
         return 0;
 }
