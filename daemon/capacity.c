@@ -20,6 +20,20 @@ static bool in_policy(const Worker *w) {
                w->state == WORKER_DRAINING;
 }
 
+static void policy_worker_fill(Manager *m, Worker *w, usec_t now, PolicyWorker *p) {
+        *p = (PolicyWorker) {
+                .id = w->id,
+                .reception = w == m->reception,
+                .routable = w->state == WORKER_ROUTABLE || w->state == WORKER_DRAINING,
+                .retiring = w->state == WORKER_DRAINING,
+                .occupancy = w->occupancy.value,
+                .users = manager_worker_users(m, w),
+        };
+        p->freshness = pool_worker_freshness(m, w, now, &p->since);
+        if (p->freshness == FRESHNESS_MISSING)
+                p->missing = w->missing_names;
+}
+
 void manager_policy_input(Manager *m, PolicyInput *ret) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         size_t n = 0;
@@ -33,22 +47,10 @@ void manager_policy_input(Manager *m, PolicyInput *ret) {
         }
         for (size_t i = 0; i < m->n_workers && n < m->policy_buf_size; i++) {
                 Worker *w = m->workers[i];
-                PolicyWorker *p = &m->policy_buf[n];
 
                 if (!in_policy(w))
                         continue;
-                *p = (PolicyWorker) {
-                        .id = w->id,
-                        .reception = w == m->reception,
-                        .routable = w->state == WORKER_ROUTABLE || w->state == WORKER_DRAINING,
-                        .retiring = w->state == WORKER_DRAINING,
-                        .occupancy = w->occupancy.value,
-                        .users = manager_worker_users(m, w),
-                };
-                p->freshness = pool_worker_freshness(m, w, now, &p->since);
-                if (p->freshness == FRESHNESS_MISSING)
-                        p->missing = w->missing_names;
-                n++;
+                policy_worker_fill(m, w, now, &m->policy_buf[n++]);
         }
         *ret = (PolicyInput) {
                 .workers = m->policy_buf,
@@ -350,6 +352,29 @@ static bool compaction_is_none(const Manager *m) {
         return headroom < m->policy.compaction_margin * m->policy.admission_threshold - 1e-6;
 }
 
+/* A compaction hold stands while its worker still cannot be judged and nothing that the policy checks
+ * before the readings has changed (a retire or a spawn under way, the min_workers floor): the walk would
+ * hold again, on this worker or an earlier one that is not fresh either. A sensor that cannot read its
+ * cpu keeps the pool in this state for as long as it lasts, so it must not cost a walk per report; only
+ * the hold's reason is written anew (how long, and what is missing now). */
+static bool compaction_hold_stands(Manager *m, usec_t now) {
+        const PoolSummary *s = &m->summary;
+        Decision d = { .kind = DECISION_NONE };
+        PolicyWorker p;
+        Worker *w;
+
+        if (m->last_compaction != DECISION_HELD || !m->compaction_hold.active || s->n_retiring > 0 ||
+            s->n_in_flight > 0 || s->n_active <= m->config.min_workers || m->compaction_hold.worker <= 0)
+                return false;
+        w = manager_get_worker(m, (unsigned) m->compaction_hold.worker);
+        if (!w || !w->summary_share.counted || !w->summary_share.not_fresh)
+                return false;
+        policy_worker_fill(m, w, now, &p);
+        policy_compaction_hold(&p, now, &d);
+        set_hold(m, &m->compaction_hold, "compaction", &d);
+        return true;
+}
+
 /* A full check walks the whole pool, about 14 ns a worker. Where the summary cannot prove "nothing to
  * do" (a hold that stands, retiring waiting for moves, the pool settling), every report would pay that
  * walk: 14 us per report with 1 000 workers. So in a large pool a full check is followed by a gap of
@@ -397,7 +422,7 @@ void manager_check_capacity(Manager *m) {
                 return;
         if (pool_changed || now >= m->summary.recheck_at)
                 summary_rebuild(m, now);
-        if (scale_up_is_none(m) && compaction_is_none(m))
+        if (scale_up_is_none(m) && (compaction_is_none(m) || compaction_hold_stands(m, now)))
                 return;
         if (!full_check_now(m, now, pool_changed))
                 return;

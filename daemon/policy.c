@@ -347,7 +347,7 @@ void policy_compaction(const PolicyInput *in, const PolicyParams *p, Decision *r
                 return;
         }
         if (s.unmeasured) {
-                hold(ret, s.unmeasured, in->now, "compaction needs every reading");
+                policy_compaction_hold(s.unmeasured, in->now, ret);
                 return;
         }
 
@@ -365,6 +365,10 @@ void policy_compaction(const PolicyInput *in, const PolicyParams *p, Decision *r
         else
                 decide(ret, DECISION_RETIRE, s.least, "retire w%u (occupancy %.3f, no users): %s",
                        s.least->id, s.least->occupancy, sums);
+}
+
+void policy_compaction_hold(const PolicyWorker *w, usec_t now, Decision *ret) {
+        hold(ret, w, now, "compaction needs every reading");
 }
 
 int policy_admit(const PolicyInput *in, const PolicyParams *p, bool *ret_over) {

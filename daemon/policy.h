@@ -113,6 +113,11 @@ void policy_ledger(const PolicyInput *in, const PolicyParams *p, Ledger *ret);
  * ledger is always filled. */
 void policy_compaction(const PolicyInput *in, const PolicyParams *p, Decision *ret);
 
+/* The HELD decision compaction takes on w, a routable worker whose reading is not FRESH, at now: what
+ * policy_compaction() says when w is the first such worker. Lets the shell refresh a hold that stands
+ * without walking the pool. ret->ledger is left as it is. */
+void policy_compaction_hold(const PolicyWorker *w, usec_t now, Decision *ret);
+
 /* Placement on login (reception-first): returns the index in in->workers of the worker that takes the
  * user logging in on `current` (an index): the reception keeps it while under reception_threshold,
  * the sole worker always keeps, otherwise admission picks. -ENOENT when no worker is routable.
