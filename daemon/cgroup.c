@@ -225,18 +225,14 @@ int cgroup_kill_and_remove(int parent_fd, const char *name, uint64_t timeout_use
         _cleanup_close_ int fd = -EBADF;
         int r;
 
+        r = cgroup_kill_and_try_remove(parent_fd, name);
+        if (r != -EBUSY)
+                return r;
         fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
-        if (!cgroup_is_empty(fd)) {
-                r = cgroup_write_attr(fd, "cgroup.kill", "1");
-                if (r < 0)
-                        return r;
-                r = wait_empty(fd, timeout_usec);
-                if (r < 0)
-                        return r;
-        }
-        if (unlinkat(parent_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return -errno;
-        return 0;
+        r = wait_empty(fd, timeout_usec);
+        if (r < 0)
+                return r;
+        return cgroup_kill_and_try_remove(parent_fd, name);
 }
