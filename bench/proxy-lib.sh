@@ -27,7 +27,7 @@ bench_build() {
         "$bench_top/scripts/bootstrap.sh" --bench >/dev/null
         build=${1:-$("$bench_top/scripts/build.sh")}
         commander=$build/daemon/elastic-pool
-        worker=$build/sensor/demo/elastic-pool-demo-worker
+        worker=$build/demo/elastic-pool-demo-worker
         local b c
         for b in "$commander" "$worker"; do [[ -x $b ]] || bench_fail "no $b: build the tree first"; done
         for c in nginx haproxy wrk h2load taskset ss curl; do command -v "$c" >/dev/null || bench_fail "$c is missing"; done

@@ -110,7 +110,7 @@ scope_part() {
 
 if [[ ${1:-} == --scope-part ]]; then
         work=$2 build=$3
-        commander=$build/daemon/elastic-pool worker=$build/sensor/demo/elastic-pool-demo-worker
+        commander=$build/daemon/elastic-pool worker=$build/demo/elastic-pool-demo-worker
         helper=$build/bench/bench-spawn-latency
         scope_part
         exit 0
@@ -120,7 +120,7 @@ fi
 "$top/scripts/bootstrap.sh" >/dev/null
 build=${1:-$("$top/scripts/build.sh")}
 commander=$build/daemon/elastic-pool
-worker=$build/sensor/demo/elastic-pool-demo-worker
+worker=$build/demo/elastic-pool-demo-worker
 helper=$build/bench/bench-spawn-latency
 for b in "$commander" "$worker" "$helper"; do [[ -x $b ]] || fail "no $b: build the tree first"; done
 

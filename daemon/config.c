@@ -71,11 +71,6 @@ static bool isempty(const char *s) {
         return !s || *s == 0;
 }
 
-static void *mfree(void *p) {
-        free(p);
-        return NULL;
-}
-
 /* Sets *ret_reason and returns -EINVAL, for parsers that explain their refusal. */
 static int refuse(const char **ret_reason, const char *reason) {
         *ret_reason = reason;

@@ -33,7 +33,7 @@ int manager_runtime_dir(const char *group, const char *override, char **ret) {
 
 /* --demo from a build tree: the bundled demo worker is not installed yet, but it sits beside us. */
 static void find_demo_worker(Config *c) {
-        static const char *const candidates[] = { "elastic-pool-demo-worker", "../sensor/demo/elastic-pool-demo-worker" };
+        static const char *const candidates[] = { "elastic-pool-demo-worker", "../demo/elastic-pool-demo-worker" };
         char self[PATH_MAX], path[PATH_MAX + 64];
         ssize_t n;
         char *slash;

@@ -21,8 +21,8 @@ fi
 
 build=$("$top/scripts/build.sh")
 commander=$build/daemon/elastic-pool
-loadgen=$build/sensor/demo/elastic-pool-loadgen
-worker=$build/sensor/demo/elastic-pool-demo-worker
+loadgen=$build/demo/elastic-pool-loadgen
+worker=$build/demo/elastic-pool-demo-worker
 tmp=$(mktemp -d /tmp/elastic-pool-demo.XXXXXX)
 log=$tmp/commander.log
 commander_pid=""

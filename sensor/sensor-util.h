@@ -6,11 +6,5 @@
 #include <stdlib.h>
 
 /* The public API (sensor.h) is the only thing the shared library exports: everything is compiled with
- * -fvisibility=hidden and the linker version script drops whatever the static ep-util/ep-proto bring. */
+ * -fvisibility=hidden and the linker version script drops whatever the static ep-shared/ep-proto bring. */
 #define _public_ __attribute__((visibility("default")))
-
-/* free() that returns NULL, for "p = mfree(p)". */
-static inline void *mfree(void *p) {
-        free(p);
-        return NULL;
-}

@@ -2,7 +2,7 @@
 # Helpers of the demo-worker tests (bash), on top of lib.sh. Source after lib.sh:
 #   . "$(dirname "$0")/lib.sh"; . "$(dirname "$0")/demo-worker-lib.sh"
 
-DEMO_WORKER=$EP_BUILD_DIR/sensor/demo/elastic-pool-demo-worker
+DEMO_WORKER=$EP_BUILD_DIR/demo/elastic-pool-demo-worker
 # The worker is built only once the sensor library (target ep-sensor) exists.
 [[ -x $DEMO_WORKER ]] || fail "elastic-pool-demo-worker is not built in $EP_BUILD_DIR"
 need_cmd curl

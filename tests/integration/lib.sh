@@ -139,7 +139,7 @@ wait_for_line() {
 # Builds a binary path, failing clearly when the build did not produce it.
 bin() {
         local p
-        for p in "$EP_BUILD_DIR/$1" "$EP_BUILD_DIR/daemon/$1" "$EP_BUILD_DIR/sensor/$1" "$EP_BUILD_DIR/sensor/demo/$1" \
+        for p in "$EP_BUILD_DIR/$1" "$EP_BUILD_DIR/daemon/$1" "$EP_BUILD_DIR/sensor/$1" "$EP_BUILD_DIR/demo/$1" \
                 "$EP_BUILD_DIR/tests/tools/$1" "$EP_BUILD_DIR/bench/$1"; do
                 [[ -x "$p" ]] && { echo "$p"; return 0; }
         done

@@ -1,4 +1,4 @@
-# The demo's load generator (sensor/demo/loadgen*.c) against a real commander: tests/integration/loadgen-*.sh
+# The demo's load generator (demo/loadgen*.c) against a real commander: tests/integration/loadgen-*.sh
 foreach(t smoke)
         ep_integration_test(loadgen-${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/loadgen-${t}.sh TIMEOUT 120
                 LABELS loadgen)

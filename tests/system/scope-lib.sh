@@ -19,7 +19,7 @@ SERVICE=elastic-pool-test-$$
 SLICE=elastic-pool-$GROUP.slice
 LOG=$EP_TMP/commander.log
 COMMANDER=$(bin elastic-pool)
-WORKER=$EP_BUILD_DIR/sensor/demo/elastic-pool-demo-worker
+WORKER=$EP_BUILD_DIR/demo/elastic-pool-demo-worker
 [[ -x $WORKER ]] || skip "elastic-pool-demo-worker is not built in $EP_BUILD_DIR"
 
 ucl() { systemctl --user "$@"; }

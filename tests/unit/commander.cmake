@@ -1,13 +1,14 @@
 # The commander's own modules, one test binary each (unit/<module>). They link the libraries the
-# commander is built from (ep-util, ep-core) rather than recompiling its sources.
+# commander is built from (ep-shared, ep-core) rather than recompiling its sources.
 
-# daemon/util/: the house utilities.
-foreach(m parse-util time-util hashmap log)
-        ep_unit_test(${m} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-${m}.c LIBS ep-util)
+# shared/: the helpers every part of the tree links.
+foreach(m parse-util time-util log)
+        ep_unit_test(${m} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-${m}.c LIBS ep-shared)
 endforeach()
-ep_unit_test(fd-util SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-fd-util.c LIBS ep-util Threads::Threads)
+ep_unit_test(fd-util SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-fd-util.c LIBS ep-shared Threads::Threads)
 
 # daemon/: the commander's modules, against ep-core.
+ep_unit_test(hashmap SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-hashmap.c LIBS ep-core)
 ep_unit_test(cgroup SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-cgroup.c LIBS ep-core Threads::Threads)
 ep_unit_test(spawn SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-spawn.c LIBS ep-core)
 ep_unit_test(channel SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-channel.c LIBS ep-core)

@@ -1,3 +1,3 @@
-# The demo worker's pure parts: request-target parsing and the user store (sensor/demo/).
-ep_unit_test(demo-query SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-demo-query.c LIBS ep-demo-core ep-util)
-ep_unit_test(demo-user-store SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-demo-user-store.c LIBS ep-demo-core ep-util)
+# The demo worker's pure parts: request-target parsing and the user store (demo/).
+ep_unit_test(demo-query SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-demo-query.c LIBS ep-demo-core ep-shared)
+ep_unit_test(demo-user-store SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-demo-user-store.c LIBS ep-demo-core ep-shared)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* A fake of what frontend_h2.c calls on the router and front end (exchange_*, frontend_*), so the HTTP/2
+/* A fake of what h2-connection.c calls on the router and front end (exchange_*, frontend_*), so the HTTP/2
  * client side links and runs alone: exchanges are recorded, their request body collected, and the test
  * answers them through the ClientOps the client side registered, as the forward side would. */
 

@@ -3,7 +3,7 @@
 # directly (not ep-core) so this test builds while the router and the client sides are mid-edit.
 ep_unit_test(forward SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-forward.c ${CMAKE_CURRENT_LIST_DIR}/fake-exchange.c
         ${CMAKE_CURRENT_LIST_DIR}/fake-worker.c
-        ${CMAKE_SOURCE_DIR}/daemon/forward.c ${CMAKE_SOURCE_DIR}/daemon/forward-conn.c
-        ${CMAKE_SOURCE_DIR}/daemon/forward-response.c ${CMAKE_SOURCE_DIR}/daemon/forward-serialize.c
-        LIBS ep-util PkgConfig::SYSTEMD ${HTTP_PARSER_LIB})
-target_include_directories(test-forward PRIVATE ${CMAKE_SOURCE_DIR}/daemon ${HTTP_PARSER_INCLUDE})
+        ${CMAKE_SOURCE_DIR}/daemon/frontend/forward.c ${CMAKE_SOURCE_DIR}/daemon/frontend/forward-conn.c
+        ${CMAKE_SOURCE_DIR}/daemon/frontend/forward-response.c ${CMAKE_SOURCE_DIR}/daemon/frontend/forward-serialize.c
+        LIBS ep-shared PkgConfig::SYSTEMD ${HTTP_PARSER_LIB})
+target_include_directories(test-forward PRIVATE ${CMAKE_SOURCE_DIR}/daemon/frontend ${CMAKE_SOURCE_DIR}/daemon ${HTTP_PARSER_INCLUDE})

@@ -2,7 +2,7 @@
 # compiled directly, not through ep-core, so this test builds while the router and forward side are
 # being written.
 ep_unit_test(frontend-h1 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-frontend-h1.c ${CMAKE_CURRENT_LIST_DIR}/fake-router.c
-        ${CMAKE_SOURCE_DIR}/daemon/frontend_h1.c ${CMAKE_SOURCE_DIR}/daemon/frontend_h1_request.c
-        ${CMAKE_SOURCE_DIR}/daemon/frontend_h1_response.c ${CMAKE_SOURCE_DIR}/daemon/frontend_h1_head.c
-        LIBS ep-util ep-proto PkgConfig::SYSTEMD ${HTTP_PARSER_LIB})
-target_include_directories(test-frontend-h1 PRIVATE ${CMAKE_SOURCE_DIR}/daemon ${HTTP_PARSER_INCLUDE})
+        ${CMAKE_SOURCE_DIR}/daemon/frontend/h1-connection.c ${CMAKE_SOURCE_DIR}/daemon/frontend/h1-request.c
+        ${CMAKE_SOURCE_DIR}/daemon/frontend/h1-response.c ${CMAKE_SOURCE_DIR}/daemon/frontend/h1-head.c
+        LIBS ep-shared ep-proto PkgConfig::SYSTEMD ${HTTP_PARSER_LIB})
+target_include_directories(test-frontend-h1 PRIVATE ${CMAKE_SOURCE_DIR}/daemon/frontend ${CMAKE_SOURCE_DIR}/daemon ${HTTP_PARSER_INCLUDE})

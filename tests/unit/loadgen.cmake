@@ -1,3 +1,3 @@
-# The load generator's pure parts (sensor/demo/loadgen-*.c): JSON reading, status.json and /state
+# The load generator's pure parts (demo/loadgen-*.c): JSON reading, status.json and /state
 # answers, histogram, profile, timer heap, report lines.
-ep_unit_test(loadgen SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-loadgen.c LIBS ep-loadgen-core ep-util)
+ep_unit_test(loadgen SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-loadgen.c LIBS ep-loadgen-core ep-shared)

@@ -1,4 +1,4 @@
-# The router and the front end's lifecycle (daemon/router.c, daemon/frontend.c) on a Manager in memory
+# The router and the front end's lifecycle (daemon/frontend/router.c, daemon/frontend/frontend.c) on a Manager in memory
 # (manager-fixture.c): a real Frontend without listeners, exchanges driven from the test. The clock is
 # the fixture's (now_usec wrapped) and the journal is captured (log_internal wrapped), fields included.
 ep_unit_test(router SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-router.c ${CMAKE_CURRENT_LIST_DIR}/manager-fixture.c

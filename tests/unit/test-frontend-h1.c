@@ -20,7 +20,7 @@
 
 #include "cleanup.h"
 #include "fake-router.h"
-#include "frontend_h1.h"
+#include "h1-internal.h"
 #include "log.h"
 #include "macro.h"
 

@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "fake-router-h2.h"
-#include "frontend_h2_guard.h"
+#include "h2-guard.h"
 #include "log.h"
 #include "macro.h"
 
@@ -340,7 +340,7 @@ static void client_connect(Env *env, Client *c, const uint8_t *initial, size_t i
                          0);
 }
 
-/* Prior knowledge, the way frontend_h1.c hands over: it has read the preface (and maybe more). */
+/* Prior knowledge, the way h1-connection.c hands over: it has read the preface (and maybe more). */
 static Client *connect_prior_knowledge(Env *env) {
         Client *c = client_new(env, false);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The router (daemon/router.c) with the front end around it (daemon/frontend.c): a real Frontend from
+/* The router (daemon/frontend/router.c) with the front end around it (daemon/frontend/frontend.c): a real Frontend from
  * frontend_new() (no listener, a key in a temporary state directory) on a Manager in memory
  * (manager-fixture.c) whose workers have no forward pool, so every request the router lets through is
  * answered 503 "no routable worker" right there. Exchanges come from exchange_new() with a ClientOps

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Pure checks of HTTP/1.1 request heads: the byte-level pre-scan that stands in for the strict mode
  * Debian's http-parser lacks, and small helpers for field values. No I/O, no allocation. */
-#include "frontend_h1.h"
+#include "h1-internal.h"
 
 #include <errno.h>
 #include <http_parser.h>

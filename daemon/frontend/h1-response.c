@@ -4,7 +4,7 @@
  * socket takes them), and the ClientOps the router and the forward side call. Flow control: a body piece
  * that leaves more than write_high queued is still taken, and response_body returns 1; the connection
  * calls exchange_response_resume() once the queue is under write_low. */
-#include "frontend_h1.h"
+#include "h1-internal.h"
 
 #include <assert.h>
 #include <errno.h>

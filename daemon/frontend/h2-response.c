@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "frontend_h2_internal.h"
+#include "h2-internal.h"
 #include "log.h"
 #include "macro.h"
 

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "forward-pool.h"
+#include "forward-internal.h"
 #include "log.h"
 #include "macro.h"
 

@@ -2,11 +2,11 @@
 #pragma once
 
 /* Shared by the files of the HTTP/2 client side, one role each:
- *   frontend_h2.c           the connection: socket IO, write buffer, timers, shutdown, accept
- *   frontend_h2_session.c   nghttp2's callbacks and options
- *   frontend_h2_stream.c    one stream's request: arena, head, body, its exchange's life
- *   frontend_h2_response.c  one stream's response: ClientOps, HEADERS, the body queue and DATA
- *   frontend_h2_guard.c     flood accounting (pure)
+ *   h2-connection.c           the connection: socket IO, write buffer, timers, shutdown, accept
+ *   h2-session.c   nghttp2's callbacks and options
+ *   h2-stream.c    one stream's request: arena, head, body, its exchange's life
+ *   h2-response.c  one stream's response: ClientOps, HEADERS, the body queue and DATA
+ *   h2-guard.c     flood accounting (pure)
  * Nothing here is used outside them. */
 
 #include <nghttp2/nghttp2.h>
@@ -17,7 +17,7 @@
 
 #include "exchange.h"
 #include "frontend.h"
-#include "frontend_h2_guard.h"
+#include "h2-guard.h"
 #include "macro.h"
 
 /* Request bodies: the window each stream grants (SETTINGS_INITIAL_WINDOW_SIZE) bounds what one slow
@@ -153,7 +153,7 @@ struct H2Connection {
 /* nghttp2 may queue this many SETTINGS/PING acknowledgements for a client that does not read. */
 #define H2_MAX_OUTBOUND_ACK 1000U
 
-/* frontend_h2.c */
+/* h2-connection.c */
 extern const uint8_t h2_shutdown_ping[8];
 usec_t h2_now(H2Connection *c);
 /* A flush on the next loop iteration (a defer source): batches what the router submits. */
@@ -174,11 +174,11 @@ void h2_header_timer_stop(H2Connection *c);
 /* The second GOAWAY of a graceful shutdown, with the last stream id processed. */
 void h2_shutdown_final(H2Connection *c);
 
-/* frontend_h2_session.c: built once per loop. NULL on ENOMEM. */
+/* h2-session.c: built once per loop. NULL on ENOMEM. */
 nghttp2_session_callbacks *h2_session_callbacks(void);
 nghttp2_option *h2_session_options(void);
 
-/* frontend_h2_stream.c */
+/* h2-stream.c */
 int h2_stream_new(H2Connection *c, int32_t id, Stream **ret);
 /* Returns the Stream to the per-loop pool; frees its arena chunks and response blocks. */
 void h2_stream_release(Stream *s);
@@ -205,7 +205,7 @@ void h2_stream_closed(Stream *s, uint32_t error_code);
 /* Detaches and frees the exchange (the forward side closes its worker connection). */
 void h2_stream_drop_exchange(Stream *s);
 
-/* frontend_h2_response.c */
+/* h2-response.c */
 extern const ClientOps h2_client_ops;
 void h2_queue_clear(ByteQueue *q);
 /* The stream is closing: its unsent response bytes go, it leaves the resume list. */
@@ -220,7 +220,7 @@ void h2_run_resumes(H2Connection *c);
 /* Orphans whose worker request ended: their exchanges freed. */
 void h2_run_releases(H2Connection *c);
 
-/* frontend_h2.c: the write buffer (per-loop pooled, held only while bytes wait). 0, -EAGAIN when need
+/* h2-connection.c: the write buffer (per-loop pooled, held only while bytes wait). 0, -EAGAIN when need
  * bytes do not fit now, -ENOMEM. */
 #define H2_WBUF_SIZE (64U * 1024U)
 int h2_wbuf_reserve(H2Connection *c, size_t need, uint8_t **ret);

@@ -2,10 +2,10 @@
 #pragma once
 
 /* Internals of the HTTP/1.1 client side, shared by its files and their unit test:
- *   frontend_h1.c           the connection: lifetime, I/O, timers, the order of requests, hand-over to h2
- *   frontend_h1_request.c   http-parser callbacks and the checks of a complete request head
- *   frontend_h1_response.c  the write queue, response serialisation, ClientOps
- *   frontend_h1_head.c      the byte pre-scan of heads and small pure helpers
+ *   h1-connection.c           the connection: lifetime, I/O, timers, the order of requests, hand-over to h2
+ *   h1-request.c   http-parser callbacks and the checks of a complete request head
+ *   h1-response.c  the write queue, response serialisation, ClientOps
+ *   h1-head.c      the byte pre-scan of heads and small pure helpers
  * Everything else reaches HTTP/1.1 through frontend_h1_accept() (frontend.h) and an Exchange's ClientOps. */
 
 #include <errno.h>
@@ -189,7 +189,7 @@ typedef struct H1WriteQueue {
 /* A field as parsed: offsets into the arena (which may move while it grows). */
 typedef struct H1Field {
         uint32_t name, name_len, value, value_len;
-        uint8_t kind; /* H1Name (frontend_h1_request.c), set once the head is complete */
+        uint8_t kind; /* H1Name (h1-request.c), set once the head is complete */
 } H1Field;
 
 typedef struct H1Connection {
@@ -258,7 +258,7 @@ static inline size_t h1_wq_size(const H1WriteQueue *q) {
         return q->tail - q->head;
 }
 
-/* frontend_h1.c */
+/* h1-connection.c */
 usec_t h1_now(H1Connection *c);
 /* Runs advance() from the loop soon (the defer source; cheap when already pending). */
 void h1_schedule(H1Connection *c);
@@ -277,7 +277,7 @@ void h1_log_client_error(H1Connection *c, unsigned status, const char *reason);
  * Only from an event handler: it frees the exchange when there is one. */
 void h1_fail_request(H1Connection *c, unsigned status, const char *reason);
 
-/* frontend_h1_request.c */
+/* h1-request.c */
 void h1_request_reset(H1Connection *c);
 /* Scans the buffered head bytes and gives the clean ones to the parser. 1 once the head is complete (the
  * parser paused on it), 0 for more input, -1 once answered with an error. */
@@ -291,7 +291,7 @@ int h1_probe_chunked(H1Connection *c, unsigned *ret_status, const char **ret_rea
  * input or paused by flow control, -1 once failed. */
 int h1_feed_body(H1Connection *c);
 
-/* frontend_h1_response.c */
+/* h1-response.c */
 extern const ClientOps h1_client_ops;
 /* 0, -ENOBUFS past H1_WRITE_LIMIT, -ENOMEM. */
 int h1_wq_reserve(H1WriteQueue *q, size_t n);

@@ -3,7 +3,8 @@
 
 /* The forward side's insides, shared by its three files: forward.c (the pool: queue, timer, deferred
  * callouts, the API), forward-conn.c (one connection: connect, retry, request bytes, deadlines, failure)
- * and forward-response.c (reading and parsing a worker's response). Nothing here is for other modules.
+ * and forward-response.c (reading and parsing a worker's response), and their unit test
+ * (test-forward.c). Nothing here is for other modules.
  *
  * Re-entrancy rules all three follow. The router may do anything from inside a callout
  * (exchange_response_*, exchange_fail, request_body_resume): detach this or another exchange, start new
@@ -20,9 +21,40 @@
 #include <sys/un.h>
 #include <systemd/sd-event.h>
 
-#include "forward-internal.h"
+#include "forward-serialize.h"
 #include "forward.h"
 #include "macro.h"
+
+/* Request body buffered per connection (bytes accepted from the client, not yet taken by the worker's
+ * socket): forward_request_body() returns 1 above the high-water mark and the client is resumed once
+ * the buffer drained below the low-water mark. 256 KiB keeps a gigabit link busy across one loop
+ * iteration without letting a slow worker make the commander hold a large upload. */
+#define FORWARD_BODY_HIGH_WATER (256U * 1024U)
+#define FORWARD_BODY_LOW_WATER (64U * 1024U)
+/* A client that keeps pushing past the high-water mark ignored the back-pressure contract: past this
+ * the bytes are refused (-ENOBUFS) rather than buffered without bound. */
+#define FORWARD_BODY_HARD_LIMIT (FORWARD_BODY_HIGH_WATER + 1024U * 1024U)
+/* A worker's response head (status line, fields, interim 1xx heads before it) must fit here; the read
+ * buffer is this size and is reused for body bytes. */
+#define FORWARD_RESPONSE_HEAD_MAX (64U * 1024U)
+/* A request whose head and body together stay under this is kept whole in the connection buffer until
+ * the first response byte, so that it can be replayed on a fresh connection when a reused one turns out
+ * to have been closed by the worker (only when that cannot repeat an effect: an idempotent method, or none
+ * of it was written). */
+#define FORWARD_REPLAY_MAX (64U * 1024U)
+/* A request with a known body length up to this is sent with its head in one write once the body is
+ * complete, instead of the head first and the body in separate writes. */
+#define FORWARD_COALESCE_MAX (16U * 1024U)
+
+/* For tests: the largest request-body buffer and response read buffer any connection of p had. */
+typedef struct ForwardBufferStats {
+        size_t request_buffer_peak;  /* bytes queued for the worker, head included */
+        size_t response_buffer_peak; /* bytes held from the worker */
+        unsigned connects;           /* connect() calls made (EAGAIN retries included) */
+        unsigned retries;            /* requests replayed on a fresh connection */
+} ForwardBufferStats;
+
+void forward_pool_buffer_stats(const ForwardPool *p, ForwardBufferStats *ret);
 
 #define DEFAULT_MAX_CONNECTIONS 64U
 #define DEFAULT_MAX_QUEUED 1024U

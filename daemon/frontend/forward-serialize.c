@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "forward-internal.h"
+#include "forward-serialize.h"
 #include "macro.h"
 
 typedef struct Name {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* Flood accounting of one HTTP/2 client connection (frontend_h2.c): what Debian's nghttp2 1.52 does not
+/* Flood accounting of one HTTP/2 client connection (h2-connection.c): what Debian's nghttp2 1.52 does not
  * count for us. Frames that carry no request or response bytes (empty DATA, PRIORITY, WINDOW_UPDATE,
  * PING, SETTINGS, RST_STREAM, unknown types, streams we had to refuse) are "overhead"; each costs the
  * server a parse, often a reply, sometimes a walk of the priority tree, and the client next to nothing.

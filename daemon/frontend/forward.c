@@ -8,7 +8,7 @@
  * used idle connection, serialises the head into that connection's buffer and sends it with one
  * sendmsg(); the response is read into the connection's read buffer and handed to the router by
  * pointer. No allocation, no timer re-arm: one pool timer serves every deadline, checked lazily.
- * Re-entrancy: see forward-pool.h. */
+ * Re-entrancy: see forward-internal.h. */
 #include <errno.h>
 #include <http_parser.h>
 #include <inttypes.h>
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "forward-pool.h"
+#include "forward-internal.h"
 #include "log.h"
 #include "macro.h"
 

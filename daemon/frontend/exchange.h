@@ -4,7 +4,7 @@
 /* One request/response exchange of the front end: a client stream (a request on an HTTP/1.1
  * connection, or an HTTP/2 stream) on one side, a worker's keep-alive HTTP/1.1 connection on the other.
  *
- *   client side (frontend_h1.c, frontend_h2.c)      router (frontend.c)         forward side (forward.c)
+ *   client side (h1-connection.c, h2-connection.c)      router (frontend.c)         forward side (forward.c)
  *   parses the request head, fills x->req ------>  exchange_begin(x):
  *                                                  user from cookie, worker,
  *                                                  holds, 503s              ---> forward_start(x)

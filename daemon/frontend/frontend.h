@@ -46,7 +46,7 @@ sd_event *frontend_event(Frontend *fe);
 const Config *frontend_config(Frontend *fe);
 bool frontend_shutting_down(Frontend *fe);
 
-/* Hand-over from the HTTP/1.1 side to HTTP/2 (frontend_h2.c): prior-knowledge preface seen, or an
+/* Hand-over from the HTTP/1.1 side to HTTP/2 (h2-connection.c): prior-knowledge preface seen, or an
  * Upgrade: h2c request answered with 101. `initial` holds bytes already read from the socket that
  * belong to HTTP/2 (the preface onwards). For an upgrade, settings/settings_len is the decoded
  * HTTP2-Settings payload and upgrade_req the head of the request that becomes stream 1 (copied).

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* HTTP/2 cleartext client connections: an nghttp2 server session per connection, driven through our own
  * non-blocking socket IO on the front end's sd-event loop. This file is the connection: socket, write
- * buffer, timers, shutdown, accept. nghttp2's callbacks are in frontend_h2_session.c, streams in
- * frontend_h2_stream.c (request) and frontend_h2_response.c (response, ClientOps), flood accounting in
- * frontend_h2_guard.c. Routing and forwarding are the router's (frontend.c, forward.c): this side only
+ * buffer, timers, shutdown, accept. nghttp2's callbacks are in h2-session.c, streams in
+ * h2-stream.c (request) and h2-response.c (response, ClientOps), flood accounting in
+ * h2-guard.c. Routing and forwarding are the router's (frontend.c, forward.c): this side only
  * speaks the protocol.
  *
  * Input: recv() into a per-loop buffer, walked by the flood guard, fed to nghttp2_session_mem_recv()
@@ -26,7 +26,7 @@
 
 #include "cleanup.h"
 #include "fd-util.h"
-#include "frontend_h2_internal.h"
+#include "h2-internal.h"
 #include "log.h"
 #include "macro.h"
 
@@ -554,7 +554,7 @@ static int conn_upgrade(H2Connection *c, const uint8_t *settings, size_t setting
         Stream *s;
         int r;
 
-        /* RFC 7540 3.2: the body would have had to come over HTTP/1.1 first; frontend_h1.c serves such
+        /* RFC 7540 3.2: the body would have had to come over HTTP/1.1 first; h1-connection.c serves such
          * requests as HTTP/1.1 instead. Nothing half-read is forwarded. */
         if (h->has_body && !(h->has_content_length && h->content_length == 0))
                 return log_warning_errno(

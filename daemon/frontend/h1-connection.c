@@ -15,10 +15,10 @@
  *
  * Requests are answered strictly in order because only one exchange exists per connection: the parser is
  * paused on message completion and pipelined bytes wait in the read buffer until the response is
- * complete. Every head passes the byte pre-scan of frontend_h1_head.c before the (non-strict) parser sees
+ * complete. Every head passes the byte pre-scan of h1-head.c before the (non-strict) parser sees
  * it, and every check that can reject a request runs before exchange_begin(), so nothing malformed
  * reaches a worker. */
-#include "frontend_h1.h"
+#include "h1-internal.h"
 
 #include <arpa/inet.h>
 #include <assert.h>

@@ -2,7 +2,7 @@
 /* One HTTP/2 stream of a client connection: the request head built from the decoded header block (copied
  * into the stream's arena: nghttp2's pointers live only for the callback), and the request body handed to
  * the exchange with the stream window given back only when the forward side took it. The response side
- * is frontend_h2_response.c; the connection (frontend_h2.c) owns the socket and the nghttp2 session. */
+ * is h2-response.c; the connection (h2-connection.c) owns the socket and the nghttp2 session. */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "frontend_h2_internal.h"
+#include "h2-internal.h"
 #include "log.h"
 #include "macro.h"
 
@@ -167,7 +167,7 @@ int h2_stream_add_header(Stream *s, const uint8_t *name, size_t namelen, const u
                 s->req.has_content_length = true;
                 s->req.content_length = l;
         } else if (bytes_eq(name, namelen, "expect")) {
-                /* Like frontend_h1.c: the front end owns the 100-continue handshake, not the worker. */
+                /* Like h1-connection.c: the front end owns the 100-continue handshake, not the worker. */
                 s->req.expect_continue =
                         s->req.expect_continue || bytes_caseeq(value, valuelen, "100-continue");
                 return 0;

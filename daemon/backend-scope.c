@@ -64,11 +64,6 @@ static bool isempty(const char *s) {
         return !s || !*s;
 }
 
-static void *mfree(void *p) {
-        free(p);
-        return NULL;
-}
-
 static Scope *scope_from(Backend *b) {
         return b->data;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The nghttp2 side of an HTTP/2 client connection: the session's callbacks and options. Callbacks only:
- * each one turns what nghttp2 decoded into a call on the stream (frontend_h2_stream.c) or on the
- * connection (frontend_h2.c); routing stays with the router. A callback returns 0 or, to reset just the
+ * each one turns what nghttp2 decoded into a call on the stream (h2-stream.c) or on the
+ * connection (h2-connection.c); routing stays with the router. A callback returns 0 or, to reset just the
  * stream it concerns, NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE after submitting an RST_STREAM of our own
  * choosing; NGHTTP2_ERR_CALLBACK_FAILURE (fatal) only for out-of-memory. */
 
@@ -9,7 +9,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "frontend_h2_internal.h"
+#include "h2-internal.h"
 #include "log.h"
 #include "macro.h"
 

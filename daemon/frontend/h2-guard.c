@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "frontend_h2_guard.h"
+#include "h2-guard.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -16,6 +16,12 @@ static inline void freep(void *p) {
 }
 #define _cleanup_free_ _cleanup_(freep)
 
+/* free() that returns NULL, for "p = mfree(p)". */
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
 /* close() that keeps errno intact and ignores negative fds; returns -EBADF so "fd = safe_close(fd)"
  * leaves the variable invalid. */
 static inline int safe_close(int fd) {

@@ -2,7 +2,7 @@
 /* The request side of an HTTP/1.1 connection: http-parser's callbacks copy the target and fields into a
  * per-connection arena (so the read buffer can move under a live exchange), and a complete head is checked
  * for meaning (Host, framing, target form, Expect, upgrade) before anything of it reaches the router. */
-#include "frontend_h1.h"
+#include "h1-internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
