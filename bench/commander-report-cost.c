@@ -74,14 +74,14 @@ static int make_pool(Manager *m, unsigned n) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         static const ChannelCallbacks no_callbacks = {};
 
-        m->workers = calloc(n, sizeof *m->workers);
-        if (!m->workers)
+        m->pool.workers = calloc(n, sizeof *m->pool.workers);
+        if (!m->pool.workers)
                 return -ENOMEM;
         for (unsigned i = 0; i < n; i++) {
                 Worker *w;
                 int sv[2], r;
 
-                r = worker_new(m, i + 1, &w);
+                r = worker_new(&m->pool, i + 1, &w);
                 if (r < 0)
                         return r;
                 r = window_init(&w->window, m->config.window_rows);
@@ -96,23 +96,23 @@ static int make_pool(Manager *m, unsigned n) {
                         return r;
                 w->state = WORKER_ROUTABLE;
                 w->spawned_at = w->routable_at = now;
-                m->workers[m->n_workers++] = w;
+                m->pool.workers[m->pool.n_workers++] = w;
         }
-        m->reception = m->workers[0];
-        m->next_worker_id = n + 1;
+        m->pool.reception = m->pool.workers[0];
+        m->pool.next_worker_id = n + 1;
         return 0;
 }
 
 /* Feeds report i (w2's lose their cpu reading when held) through the codec into the pool. */
 static int feed_report(Manager *m, FrameDecoder *d, const Packed *packed, const Packed *missing, unsigned long i) {
         unsigned v = (unsigned) ((i * 7) % VARIANTS);
-        const Packed *p = i % m->n_workers == 1 ? &missing[v] : &packed[v];
+        const Packed *p = i % m->pool.n_workers == 1 ? &missing[v] : &packed[v];
         Frame *f = NULL;
         size_t used;
 
         if (frame_decoder_feed(d, p->data, p->size, &used, &f) != 1)
                 return -EBADMSG;
-        pool_handle_frame(m->workers[i % m->n_workers], f);
+        pool_handle_frame(m->pool.workers[i % m->pool.n_workers], f);
         frame_free(f);
         return 0;
 }
@@ -124,6 +124,7 @@ int main(int argc, char *argv[]) {
         struct rlimit rl = { 8192, 8192 };
         Packed packed[VARIANTS], missing[VARIANTS];
         Manager m = {};
+        CapacitySources sources;
         FrameDecoder d;
         double t0, cpu;
         int r;
@@ -133,7 +134,18 @@ int main(int argc, char *argv[]) {
         (void) setrlimit(RLIMIT_NOFILE, &rl);
         if (workers < 2 || config_init_defaults(&m.config) < 0 || sd_event_new(&m.event) < 0)
                 return 1;
-        manager_setup_parameters(&m);
+        /* the pool and the capacity shell as manager_new() wires them, without a backend: nothing spawns */
+        m.pool = (Pool) {
+                .event = m.event,
+                .config = &m.config,
+                .group = "bench",
+                .next_worker_id = 1,
+                .hooks = &manager_pool_hooks,
+                .userdata = &m,
+        };
+        spawn_throttle_init(&m.pool.throttle, m.event, NULL, NULL);
+        manager_capacity_sources(&m, &sources);
+        capacity_init(&m.capacity, &m.pool, &m.config, &sources);
         r = make_pool(&m, workers);
         if (r < 0) {
                 fprintf(stderr, "setting up %u workers failed: %s (raise the fd limit?)\n", workers, strerror(-r));
@@ -159,8 +171,8 @@ int main(int argc, char *argv[]) {
         printf("commander CPU per report: %.3f us  (%s pool, %u workers, %lu reports, %llu reports archived, "
                "decisions: scale-up %s, compaction %s)\n",
                cpu * 1e6 / (double) reports, held ? "held" : "steady", workers, reports,
-               (unsigned long long) m.reports_received, decision_kind_to_string(m.last_scale_up),
-               decision_kind_to_string(m.last_compaction));
+               (unsigned long long) m.pool.reports_received, decision_kind_to_string(m.capacity.last_scale_up),
+               decision_kind_to_string(m.capacity.last_compaction));
         printf("goal: <= 2 us per report\n");
         return 0;
 }

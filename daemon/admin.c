@@ -95,51 +95,52 @@ static void metric(FILE *f, const char *name, const char *help, const char *type
 
 static void write_metrics(Manager *m, FILE *f) {
         static const char *const labels[] = { "memory", "cpu", "executor" };
+        const Pool *p = &m->pool;
         const char *g = m->group;
 
         metric(f, "workers", "Workers of the group by state.", "gauge");
         for (WorkerState s = 0; s < _WORKER_STATE_MAX; s++) {
                 unsigned n = 0;
-                for (size_t i = 0; i < m->n_workers; i++)
-                        n += m->workers[i]->state == s;
+                for (size_t i = 0; i < p->n_workers; i++)
+                        n += p->workers[i]->state == s;
                 fprintf(f, "elastic_pool_workers{group=\"%s\",state=\"%s\"} %u\n", g, worker_state_to_string(s), n);
         }
         metric(f, "worker_occupancy", "Occupancy in [0, 1] as the evaluator sees it.", "gauge");
-        for (size_t i = 0; i < m->n_workers; i++)
-                fprintf(f, "elastic_pool_worker_occupancy{group=\"%s\",worker=\"w%u\"} %.4f\n", g, m->workers[i]->id,
-                        m->workers[i]->occupancy.value);
+        for (size_t i = 0; i < p->n_workers; i++)
+                fprintf(f, "elastic_pool_worker_occupancy{group=\"%s\",worker=\"w%u\"} %.4f\n", g, p->workers[i]->id,
+                        p->workers[i]->reading.occupancy.value);
         /* an absent component is left out, never exported as 0 */
         metric(f, "worker_component", "Averaged occupancy components; absent ones are not exported.", "gauge");
-        for (size_t i = 0; i < m->n_workers; i++)
+        for (size_t i = 0; i < p->n_workers; i++)
                 for (Component c = 0; c < _COMPONENT_MAX; c++)
-                        if (m->workers[i]->occupancy.has[c])
+                        if (p->workers[i]->reading.occupancy.has[c])
                                 fprintf(f, "elastic_pool_worker_component{group=\"%s\",worker=\"w%u\",component=\"%s\"} %.4f\n",
-                                        g, m->workers[i]->id, labels[c], m->workers[i]->occupancy.component[c]);
+                                        g, p->workers[i]->id, labels[c], p->workers[i]->reading.occupancy.component[c]);
         metric(f, "worker_users", "Logged-in users placed on the worker.", "gauge");
-        for (size_t i = 0; i < m->n_workers; i++)
-                fprintf(f, "elastic_pool_worker_users{group=\"%s\",worker=\"w%u\"} %u\n", g, m->workers[i]->id,
-                        manager_worker_users(m, m->workers[i]));
+        for (size_t i = 0; i < p->n_workers; i++)
+                fprintf(f, "elastic_pool_worker_users{group=\"%s\",worker=\"w%u\"} %u\n", g, p->workers[i]->id,
+                        capacity_worker_users(&m->capacity, p->workers[i]));
         metric(f, "worker_inflight", "Requests forwarded to the worker and not answered yet.", "gauge");
-        for (size_t i = 0; i < m->n_workers; i++)
-                fprintf(f, "elastic_pool_worker_inflight{group=\"%s\",worker=\"w%u\"} %u\n", g, m->workers[i]->id,
-                        m->workers[i]->inflight);
+        for (size_t i = 0; i < p->n_workers; i++)
+                fprintf(f, "elastic_pool_worker_inflight{group=\"%s\",worker=\"w%u\"} %u\n", g, p->workers[i]->id,
+                        p->workers[i]->inflight);
         metric(f, "worker_forwarded_total", "Responses the front end completed from the worker.", "counter");
-        for (size_t i = 0; i < m->n_workers; i++) {
-                const ForwardCounters *fc = m->workers[i]->forward ? forward_pool_counters(m->workers[i]->forward) : NULL;
+        for (size_t i = 0; i < p->n_workers; i++) {
+                const ForwardCounters *fc = p->workers[i]->forward ? forward_pool_counters(p->workers[i]->forward) : NULL;
                 if (fc)
                         fprintf(f, "elastic_pool_worker_forwarded_total{group=\"%s\",worker=\"w%u\"} %llu\n", g,
-                                m->workers[i]->id, (unsigned long long) fc->requests);
+                                p->workers[i]->id, (unsigned long long) fc->requests);
         }
         metric(f, "hold", "1 while a decision is held, waits or is refused; the reason is in /_commander/population.",
                "gauge");
-        fprintf(f, "elastic_pool_hold{group=\"%s\",decision=\"scale-up\"} %d\n", g, m->scale_up_hold.active);
-        fprintf(f, "elastic_pool_hold{group=\"%s\",decision=\"compaction\"} %d\n", g, m->compaction_hold.active);
+        fprintf(f, "elastic_pool_hold{group=\"%s\",decision=\"scale-up\"} %d\n", g, m->capacity.scale_up_hold.active);
+        fprintf(f, "elastic_pool_hold{group=\"%s\",decision=\"compaction\"} %d\n", g, m->capacity.compaction_hold.active);
         metric(f, "reports_total", "Occupancy reports received.", "counter");
-        fprintf(f, "elastic_pool_reports_total{group=\"%s\"} %llu\n", g, (unsigned long long) m->reports_received);
+        fprintf(f, "elastic_pool_reports_total{group=\"%s\"} %llu\n", g, (unsigned long long) p->reports_received);
         metric(f, "spawns_total", "Workers started.", "counter");
-        fprintf(f, "elastic_pool_spawns_total{group=\"%s\"} %llu\n", g, (unsigned long long) m->spawns);
+        fprintf(f, "elastic_pool_spawns_total{group=\"%s\"} %llu\n", g, (unsigned long long) p->spawns);
         metric(f, "deaths_total", "Workers that ended.", "counter");
-        fprintf(f, "elastic_pool_deaths_total{group=\"%s\"} %llu\n", g, (unsigned long long) m->deaths);
+        fprintf(f, "elastic_pool_deaths_total{group=\"%s\"} %llu\n", g, (unsigned long long) p->deaths);
         if (m->frontend) {
                 metric(f, "requests_total", "Requests the front end began.", "counter");
                 fprintf(f, "elastic_pool_requests_total{group=\"%s\"} %llu\n", g, (unsigned long long) m->frontend->requests);

@@ -318,10 +318,10 @@ static int cgroup_prepare(Backend *b, Worker *w, int *ret_cgroup_fd) {
                 /* swap would hide pressure from memory.current */
                 (void) cgroup_write_attr(fd, "memory.swap.max", "0");
         }
-        if (asprintf(&w->cgroup_path, "%s/%s", b->root, name) < 0)
+        if (asprintf(&w->place.cgroup_path, "%s/%s", b->root, name) < 0)
                 return -ENOMEM;
-        w->cgroup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (w->cgroup_fd < 0)
+        w->place.cgroup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (w->place.cgroup_fd < 0)
                 return -errno;
         *ret_cgroup_fd = TAKE_FD(fd);
         return 0;
@@ -336,17 +336,17 @@ static int cgroup_attach(Backend *b, Worker *w) {
 static void cgroup_release(Backend *b, Worker *w) {
         char name[32];
 
-        if (!w->cgroup_path)
+        if (!w->place.cgroup_path)
                 return;
         snprintf(name, sizeof name, "w%u", w->id);
-        w->cgroup_fd = safe_close(w->cgroup_fd);
+        w->place.cgroup_fd = safe_close(w->place.cgroup_fd);
         (void) remove_leaf(b, name); /* still emptying: finished from the loop */
 }
 
 static int cgroup_oom_kills(Backend *b, Worker *w, uint64_t *ret) {
-        if (w->cgroup_fd < 0)
+        if (w->place.cgroup_fd < 0)
                 return -ENODATA;
-        int r = cgroup_read_keyed(w->cgroup_fd, "memory.events", "oom_kill", ret);
+        int r = cgroup_read_keyed(w->place.cgroup_fd, "memory.events", "oom_kill", ret);
         return r == -ENOENT ? -ENODATA : r;
 }
 

@@ -87,8 +87,8 @@ static Placement *placement_free(Placement *p) {
                 p->next->prev = p->prev;
         /* Unreffing a pending call's slot cancels it: its reply will never reach us. (sd-bus holds its
          * own reference while the slot's callback runs, so this is safe from inside it too.) */
-        p->worker->job_slot = sd_bus_slot_unref(p->worker->job_slot);
-        p->worker->job = mfree(p->worker->job);
+        p->worker->place.job_slot = sd_bus_slot_unref(p->worker->place.job_slot);
+        p->worker->place.job = mfree(p->worker->place.job);
         free(p->early_job);
         free(p->early_result);
         free(p);
@@ -124,7 +124,7 @@ static Placement *placement_by_unit(Scope *s, const char *unit) {
         if (strncmp(unit, s->unit_prefix, s->unit_prefix_len) != 0)
                 return NULL;
         for (Placement *p = s->placements; p; p = p->next)
-                if (streq(p->worker->unit, unit))
+                if (streq(p->worker->place.unit, unit))
                         return p;
         return NULL;
 }
@@ -136,8 +136,8 @@ static void placement_finish(Placement *p, int error) {
         char span[32];
 
         if (error >= 0)
-                log_debug("Placed %s in %s (cgroup %s) %s after asking systemd", WORKER_NAME(w), w->unit,
-                          strna(w->cgroup_path),
+                log_debug("Placed w%u in %s (cgroup %s) %s after asking systemd", w->id, w->place.unit,
+                          strna(w->place.cgroup_path),
                           format_timespan(span, sizeof span, now_usec(CLOCK_MONOTONIC) - p->started_at));
         placement_free(p);
         b->attach_done(w, error);
@@ -202,7 +202,7 @@ static int start_transient_unit(Placement *p) {
         if (r < 0)
                 return r;
         /* "fail": a unit of that name already queued or running is an error, never merged with */
-        r = sd_bus_message_append(m, "ss", w->unit, "fail");
+        r = sd_bus_message_append(m, "ss", w->place.unit, "fail");
         if (r < 0)
                 return r;
         r = append_properties(s, m, w, p->by_pidfd);
@@ -211,8 +211,8 @@ static int start_transient_unit(Placement *p) {
         r = sd_bus_message_append(m, "a(sa(sv))", 0);
         if (r < 0)
                 return r;
-        w->job_slot = sd_bus_slot_unref(w->job_slot);
-        return sd_bus_call_async(b->bus, &w->job_slot, m, on_start_reply, p, 0);
+        w->place.job_slot = sd_bus_slot_unref(w->place.job_slot);
+        return sd_bus_call_async(b->bus, &w->place.job_slot, m, on_start_reply, p, 0);
 }
 
 static void job_finished(Placement *p, const char *result);
@@ -235,9 +235,9 @@ static int start_failed(Placement *p, const sd_bus_error *e, int error) {
         if (sd_bus_error_has_name(e, "org.freedesktop.systemd1.UnitExists"))
                 log_error("Failed to create scope '%s': %s (a worker of an earlier commander of group %s "
                           "still runs in it, and re-adoption is not implemented yet)",
-                          w->unit, bus_error_text(e, error), s->backend->group);
+                          w->place.unit, bus_error_text(e, error), s->backend->group);
         else
-                log_error_errno(error, "Failed to create scope '%s': %s", w->unit, bus_error_text(e, error));
+                log_error_errno(error, "Failed to create scope '%s': %s", w->place.unit, bus_error_text(e, error));
         placement_finish(p, error);
         return 0;
 }
@@ -255,11 +255,11 @@ static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
         if (r < 0)
                 return start_failed(p, NULL, r);
         /* from here on the unit is ours: release() may stop it */
-        p->worker->unit_owned = true;
-        p->worker->job = strdup(job);
-        if (!p->worker->job)
+        p->worker->place.unit_owned = true;
+        p->worker->place.job = strdup(job);
+        if (!p->worker->place.job)
                 return start_failed(p, NULL, -ENOMEM);
-        log_debug("systemd queued job %s to start %s", job, p->worker->unit);
+        log_debug("systemd queued job %s to start %s", job, p->worker->place.unit);
 
         /* The race: our JobRemoved match may have run before this reply (a job that finished at once).
          * Then its result waits in the placement, keyed by unit name until now, by job path from here. */
@@ -284,11 +284,11 @@ static int open_scope_cgroup(Backend *b, Worker *w, const char *path) {
         fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        safe_close(w->cgroup_fd);
-        w->cgroup_fd = fd;
+        safe_close(w->place.cgroup_fd);
+        w->place.cgroup_fd = fd;
         /* a fresh scope counts from 0; read it anyway so an inherited count is never blamed on us */
         if (cgroup_read_keyed(fd, "memory.events", "oom_kill", &oom) >= 0)
-                w->oom_kills_at_start = oom;
+                w->place.oom_kills_at_start = oom;
         return 0;
 }
 
@@ -308,17 +308,17 @@ static int on_control_group_reply(sd_bus_message *reply, void *userdata, sd_bus_
         else
                 r = sd_bus_message_read(reply, "v", "s", &path);
         if (r >= 0 && !isempty(path)) {
-                free(w->cgroup_path);
-                w->cgroup_path = strdup(path);
-                if (!w->cgroup_path)
+                free(w->place.cgroup_path);
+                w->place.cgroup_path = strdup(path);
+                if (!w->place.cgroup_path)
                         r = -ENOMEM;
         }
         if (r >= 0)
                 r = open_scope_cgroup(b, w, path);
         if (r < 0)
-                log_warning_errno(r, "Failed to open the cgroup%s%s of scope '%s' (%s); OOM kills of %s "
-                                  "will not be counted", path ? " " : "", strempty(path), w->unit,
-                                  bus_error_text(e, r), WORKER_NAME(w));
+                log_warning_errno(r, "Failed to open the cgroup%s%s of scope '%s' (%s); OOM kills of w%u "
+                                  "will not be counted", path ? " " : "", strempty(path), w->place.unit,
+                                  bus_error_text(e, r), w->id);
         placement_finish(p, 0);
         return 0;
 }
@@ -330,11 +330,11 @@ static int read_control_group(Placement *p) {
         int r;
 
         /* systemd's unit object path is a pure function of the name (GetUnit would cost a round trip) */
-        r = sd_bus_path_encode(SYSTEMD_UNIT_PREFIX, w->unit, &path);
+        r = sd_bus_path_encode(SYSTEMD_UNIT_PREFIX, w->place.unit, &path);
         if (r < 0)
                 return r;
-        w->job_slot = sd_bus_slot_unref(w->job_slot);
-        return sd_bus_call_method_async(b->bus, &w->job_slot, SYSTEMD_DESTINATION, path,
+        w->place.job_slot = sd_bus_slot_unref(w->place.job_slot);
+        return sd_bus_call_method_async(b->bus, &w->place.job_slot, SYSTEMD_DESTINATION, path,
                                         "org.freedesktop.DBus.Properties", "Get", on_control_group_reply, p,
                                         "ss", "org.freedesktop.systemd1.Scope", "ControlGroup");
 }
@@ -363,7 +363,7 @@ static void job_finished(Placement *p, const char *result) {
         if (streq(result, "done")) {
                 r = read_control_group(p);
                 if (r < 0) {
-                        log_warning_errno(r, "Failed to ask for the cgroup of scope '%s': %m", w->unit);
+                        log_warning_errno(r, "Failed to ask for the cgroup of scope '%s': %m", w->place.unit);
                         placement_finish(p, 0);
                 }
                 return;
@@ -371,7 +371,7 @@ static void job_finished(Placement *p, const char *result) {
         r = job_result_to_errno(result);
         log_error_errno(r, "Failed to create scope '%s': its start job ended with result '%s' (see "
                            "'journalctl%s -u %s')",
-                        w->unit, result, p->scope->user ? " --user" : "", w->unit);
+                        w->place.unit, result, p->scope->user ? " --user" : "", w->place.unit);
         placement_finish(p, r);
 }
 
@@ -390,7 +390,7 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
         p = placement_by_unit(s, unit);
         if (!p)
                 return 0;
-        if (!p->worker->job) {
+        if (!p->worker->place.job) {
                 /* our StartTransientUnit reply is still unprocessed: keep this for it */
                 free(p->early_job);
                 free(p->early_result);
@@ -402,7 +402,7 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
                 }
                 return 0;
         }
-        if (!streq(p->worker->job, job))
+        if (!streq(p->worker->place.job, job))
                 return 0; /* another job on our unit (someone's stop, say): not the one we wait for */
         job_finished(p, result);
         return 0;
@@ -693,8 +693,8 @@ static int scope_prepare(Backend *b, Worker *w, int *ret_cgroup_fd) {
         /* nothing exists before birth: systemd makes the scope around the parked child */
         if (asprintf(&unit, "elastic-pool-%s-w%u.scope", b->group, w->id) < 0)
                 return -ENOMEM;
-        free(w->unit);
-        w->unit = unit;
+        free(w->place.unit);
+        w->place.unit = unit;
         *ret_cgroup_fd = -EBADF;
         return 0;
 }
@@ -712,7 +712,7 @@ static int scope_attach(Backend *b, Worker *w) {
         r = start_transient_unit(p);
         if (r < 0) {
                 placement_free(p);
-                return log_error_errno(r, "Failed to ask systemd for scope '%s': %m", w->unit);
+                return log_error_errno(r, "Failed to ask systemd for scope '%s': %m", w->place.unit);
         }
         return 0;
 }
@@ -721,32 +721,32 @@ static void scope_release(Backend *b, Worker *w) {
         Scope *s = scope_from(b);
         bool populated;
 
-        if (!s || !w->unit)
+        if (!s || !w->place.unit)
                 return;
         /* died while its scope was being made: cancel our side, attach_done() must not follow */
         placement_free(placement_by_worker(s, w));
-        populated = w->cgroup_fd < 0 || !cgroup_is_empty(w->cgroup_fd);
-        w->cgroup_fd = safe_close(w->cgroup_fd);
+        populated = w->place.cgroup_fd < 0 || !cgroup_is_empty(w->place.cgroup_fd);
+        w->place.cgroup_fd = safe_close(w->place.cgroup_fd);
         /* A unit systemd refused us (UnitExists: another commander's worker) is not ours to touch. Nor
          * is one whose StartTransientUnit is still unanswered: if systemd makes it, it finds the child
          * gone, fails the start, and CollectMode= removes it. */
-        if (!w->unit_owned)
+        if (!w->place.unit_owned)
                 return;
         /* An empty scope is stopped and collected by systemd on its own. One still populated (the
          * worker left children behind) or of unknown state is stopped here, which also cancels a start
          * job still queued. */
         if (populated)
-                stop_unit_async(b, w->unit);
+                stop_unit_async(b, w->place.unit);
         /* belt and braces: CollectMode= already collects a failed scope, and a reset costs one message */
-        reset_failed_unit_async(b, w->unit);
+        reset_failed_unit_async(b, w->place.unit);
 }
 
 static int scope_oom_kills(Backend *b, Worker *w, uint64_t *ret) {
         int r;
 
-        if (w->cgroup_fd < 0)
+        if (w->place.cgroup_fd < 0)
                 return -ENODATA;
-        r = cgroup_read_keyed(w->cgroup_fd, "memory.events", "oom_kill", ret);
+        r = cgroup_read_keyed(w->place.cgroup_fd, "memory.events", "oom_kill", ret);
         return r == -ENOENT ? -ENODATA : r;
 }
 

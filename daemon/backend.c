@@ -114,3 +114,11 @@ Backend *backend_free(Backend *b) {
         free(b);
         return NULL;
 }
+
+void backend_place_done(BackendPlace *p) {
+        p->job_slot = sd_bus_slot_unref(p->job_slot);
+        p->cgroup_fd = safe_close(p->cgroup_fd);
+        p->cgroup_path = mfree(p->cgroup_path);
+        p->unit = mfree(p->unit);
+        p->job = mfree(p->job);
+}

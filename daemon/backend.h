@@ -21,6 +21,21 @@
 typedef struct Backend Backend;
 typedef struct Worker Worker;
 
+/* What the backend keeps of one worker (Worker.place): made by prepare/attach, undone by release and
+ * freed with the worker (backend_place_done()). */
+typedef struct BackendPlace {
+        char *cgroup_path;  /* relative to the unified mount; NULL when none */
+        int cgroup_fd;
+        char *unit;         /* scope unit name */
+        bool unit_owned;    /* scope: systemd queued our start job, so the unit is ours to stop */
+        char *job;          /* scope job object path while waiting for it */
+        sd_bus_slot *job_slot;
+        uint64_t oom_kills_at_start;
+} BackendPlace;
+
+/* Frees what a place still holds (not what it made outside the process: that is release()'s). */
+void backend_place_done(BackendPlace *p);
+
 typedef struct BackendVTable {
         BackendKind kind;
         /* Probes and sets up; -EOPNOTSUPP (with a logged reason) when unusable on this host. */
@@ -50,7 +65,7 @@ struct Backend {
         unsigned first_worker_id; /* > 0: number new workers from here (leftovers hold the lower names) */
         char *slice;          /* scope backend: elastic-pool-<group>.slice */
         void *data;           /* the backend's private state (scope: placements under way); done() frees it */
-        void (*attach_done)(Worker *w, int error); /* set by the manager */
+        void (*attach_done)(Worker *w, int error); /* set by the pool */
 };
 
 extern const BackendVTable backend_cgroup_vtable;

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The thin shell around the pure policies: builds their input from the pool, acts on their decisions,
- * and journals each decision with the inputs that made it, so it can be replayed by hand. */
+#include "capacity.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,49 +10,86 @@
 #include "journal-ids.h"
 #include "log.h"
 #include "macro.h"
-#include "manager.h"
-#include "pool.h"
 
-/* Workers that are in the policies' world: alive and not yet stopping. */
-static bool in_policy(const Worker *w) {
-        return w->state == WORKER_STARTING || w->state == WORKER_PROBING || w->state == WORKER_ROUTABLE ||
-               w->state == WORKER_DRAINING;
+/* ---- the shell's inputs to the pure cores ---- */
+
+void capacity_setup_parameters(Capacity *c) {
+        const Config *cf = c->config;
+
+        c->evaluator = (EvaluatorParams) {
+                .memory_limit = cf->memory_limit,
+                .cpu_wall_cores = cf->cpu_wall_cores,
+                .smoothing_rows = cf->smoothing_rows,
+                .concurrency = cf->concurrency,
+        };
+        c->policy = (PolicyParams) {
+                .reception_threshold = cf->reception_threshold,
+                .admission_threshold = cf->admission_threshold,
+                .compaction_margin = cf->compaction_margin,
+                .min_workers = cf->min_workers,
+                .max_workers = cf->max_workers,
+                .min_free_memory = cf->min_free_memory,
+        };
 }
 
-static void policy_worker_fill(Manager *m, Worker *w, usec_t now, PolicyWorker *p) {
+void capacity_init(Capacity *c, Pool *pool, const Config *config, const CapacitySources *sources) {
+        *c = (Capacity) { .pool = pool, .config = config };
+        if (sources)
+                c->sources = *sources;
+        capacity_setup_parameters(c);
+}
+
+void capacity_done(Capacity *c) {
+        c->deferred_check = sd_event_source_disable_unref(c->deferred_check);
+        c->policy_buf = mfree(c->policy_buf);
+        c->policy_buf_size = 0;
+}
+
+unsigned capacity_worker_users(const Capacity *c, const Worker *w) {
+        return c->sources.worker_users ? c->sources.worker_users(w->id, c->sources.userdata) : 0;
+}
+
+Freshness capacity_freshness(const Capacity *c, const Worker *w, usec_t now, usec_t *ret_since) {
+        FreshnessInput in;
+
+        pool_freshness_input(c->pool, w, &in);
+        return evaluator_freshness(&w->window, &w->reading, &in, now, ret_since);
+}
+
+static void policy_worker_fill(const Capacity *c, const Worker *w, usec_t now, PolicyWorker *p) {
         *p = (PolicyWorker) {
                 .id = w->id,
-                .reception = w == m->reception,
+                .reception = w == c->pool->reception,
                 .routable = w->state == WORKER_ROUTABLE || w->state == WORKER_DRAINING,
                 .retiring = w->state == WORKER_DRAINING,
-                .occupancy = w->occupancy.value,
-                .users = manager_worker_users(m, w),
+                .occupancy = w->reading.occupancy.value,
+                .users = capacity_worker_users(c, w),
         };
-        p->freshness = pool_worker_freshness(m, w, now, &p->since);
+        p->freshness = capacity_freshness(c, w, now, &p->since);
         if (p->freshness == FRESHNESS_MISSING)
-                p->missing = w->missing_names;
+                p->missing = w->reading.missing_names;
 }
 
-void manager_policy_input(Manager *m, PolicyInput *ret) {
+void capacity_policy_input(Capacity *c, PolicyInput *ret) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         size_t n = 0;
 
-        if (m->policy_buf_size < m->n_workers) {
-                PolicyWorker *p = reallocarray(m->policy_buf, m->n_workers + 16, sizeof *p);
+        if (c->policy_buf_size < c->pool->n_workers) {
+                PolicyWorker *p = reallocarray(c->policy_buf, c->pool->n_workers + 16, sizeof *p);
                 if (p) {
-                        m->policy_buf = p;
-                        m->policy_buf_size = m->n_workers + 16;
+                        c->policy_buf = p;
+                        c->policy_buf_size = c->pool->n_workers + 16;
                 }
         }
-        for (size_t i = 0; i < m->n_workers && n < m->policy_buf_size; i++) {
-                Worker *w = m->workers[i];
+        for (size_t i = 0; i < c->pool->n_workers && n < c->policy_buf_size; i++) {
+                Worker *w = c->pool->workers[i];
 
-                if (!in_policy(w))
+                if (!worker_in_policy(w))
                         continue;
-                policy_worker_fill(m, w, now, &m->policy_buf[n++]);
+                policy_worker_fill(c, w, now, &c->policy_buf[n++]);
         }
         *ret = (PolicyInput) {
-                .workers = m->policy_buf,
+                .workers = c->policy_buf,
                 .n_workers = n,
                 .mem_available = UINT64_MAX,
                 .now = now,
@@ -76,27 +112,28 @@ static uint64_t mem_available(void) {
 }
 
 /* "w1=0.62[cpu=0.62 memory=- executor=0.25] w2=..." */
-static char *format_inputs(const Manager *m) {
+static char *format_inputs(const Capacity *c) {
         _cleanup_free_ char *buf = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&buf, &size);
 
         if (!f)
                 return NULL;
-        for (size_t i = 0; i < m->n_workers; i++) {
-                const Worker *w = m->workers[i];
-                if (!in_policy(w))
+        for (size_t i = 0; i < c->pool->n_workers; i++) {
+                const Worker *w = c->pool->workers[i];
+                const Occupancy *o = &w->reading.occupancy;
+
+                if (!worker_in_policy(w))
                         continue;
-                fprintf(f, "%sw%u%s=%.3f[", i > 0 ? " " : "", w->id, w == m->reception ? "(reception)" : "",
-                        w->occupancy.value);
-                for (Component c = 0; c < _COMPONENT_MAX; c++) {
-                        if (w->occupancy.has[c])
-                                fprintf(f, "%s%s=%.3f", c > 0 ? " " : "", component_to_string(c),
-                                        w->occupancy.component[c]);
+                fprintf(f, "%sw%u%s=%.3f[", i > 0 ? " " : "", w->id, w == c->pool->reception ? "(reception)" : "",
+                        o->value);
+                for (Component k = 0; k < _COMPONENT_MAX; k++) {
+                        if (o->has[k])
+                                fprintf(f, "%s%s=%.3f", k > 0 ? " " : "", component_to_string(k), o->component[k]);
                         else
-                                fprintf(f, "%s%s=-", c > 0 ? " " : "", component_to_string(c));
+                                fprintf(f, "%s%s=-", k > 0 ? " " : "", component_to_string(k));
                 }
-                fprintf(f, " users=%u %s]", manager_worker_users(m, w), worker_state_to_string(w->state));
+                fprintf(f, " users=%u %s]", capacity_worker_users(c, w), worker_state_to_string(w->state));
         }
         if (fclose(f) != 0)
                 return NULL;
@@ -109,13 +146,13 @@ static void format_ledger(const Ledger *l, const PolicyParams *p, char *buf, siz
 }
 
 /* Journals a decision with its inputs. */
-static void journal_decision(Manager *m, int level, const char *message_id, const char *event, const char *what,
+static void journal_decision(Capacity *c, int level, const char *message_id, const char *event, const char *what,
                              const Decision *d) {
-        _cleanup_free_ char *inputs = format_inputs(m), *extra = NULL;
+        _cleanup_free_ char *inputs = format_inputs(c), *extra = NULL;
         const char *reason = startswith(d->reason, "held: ") ?: d->reason;
         char ledger[160];
 
-        format_ledger(&d->ledger, &m->policy, ledger, sizeof ledger);
+        format_ledger(&d->ledger, &c->policy, ledger, sizeof ledger);
         if (asprintf(&extra, "EP_DECISION=%s\nEP_INPUTS=%s\nEP_LEDGER=%s\nEP_REASON=%s",
                      decision_kind_to_string(d->kind), strempty(inputs), ledger, reason) < 0)
                 extra = NULL;
@@ -125,7 +162,7 @@ static void journal_decision(Manager *m, int level, const char *message_id, cons
 
 /* Holds are journaled when they begin or change, not on every report that confirms them. A WAIT (a spawn
  * in flight, a retire in progress, the pool settling) is routine: kept for the status surfaces only. */
-static void set_hold(Manager *m, Hold *h, const char *decision, const Decision *d) {
+static void set_hold(Capacity *c, Hold *h, const char *decision, const Decision *d) {
         bool changed = !h->active || h->kind != d->kind || h->worker != d->worker;
 
         if (changed) {
@@ -138,13 +175,13 @@ static void set_hold(Manager *m, Hold *h, const char *decision, const Decision *
                         int level = d->kind == DECISION_WAIT_MOVES ? LOG_INFO : LOG_WARNING;
                         char what[64];
                         snprintf(what, sizeof what, "%s %s", decision, decision_kind_to_string(d->kind));
-                        journal_decision(m, level, id, d->kind == DECISION_REFUSED ? "refused" : "held", what, d);
+                        journal_decision(c, level, id, d->kind == DECISION_REFUSED ? "refused" : "held", what, d);
                 }
         }
         snprintf(h->reason, sizeof h->reason, "%s", d->reason);
 }
 
-static void clear_hold(Manager *m, Hold *h, const char *decision) {
+static void clear_hold(Capacity *c, Hold *h, const char *decision) {
         if (!h->active)
                 return;
         if (h->kind == DECISION_WAIT)
@@ -157,53 +194,53 @@ static void clear_hold(Manager *m, Hold *h, const char *decision) {
 /* After the pool changed (a worker left or joined), the survivors' windows have not seen the change yet:
  * the next compaction waits until each could have reported smoothing_rows rows since, so the ledger
  * judges the new pool and not the old one (the window is the anti-flapping). */
-static bool settling(Manager *m, usec_t now, Decision *d) {
-        usec_t settle = m->config.occupancy_interval * m->config.smoothing_rows;
+static bool settling(Capacity *c, usec_t now, Decision *d) {
+        usec_t settle = c->config->occupancy_interval * c->config->smoothing_rows;
         char left[32], total[32];
 
-        if (m->pool_changed_at == 0 || now - m->pool_changed_at >= settle)
+        if (c->pool->changed_at == 0 || now - c->pool->changed_at >= settle)
                 return false;
         d->kind = DECISION_WAIT;
         d->worker = -1;
         snprintf(d->reason, sizeof d->reason, "the pool changed %s ago; waiting %s (smoothing_rows x interval) for "
-                 "fresh readings", format_timespan(left, sizeof left, now - m->pool_changed_at),
+                 "fresh readings", format_timespan(left, sizeof left, now - c->pool->changed_at),
                  format_timespan(total, sizeof total, settle));
         return true;
 }
 
-static void act_scale_up(Manager *m, const PolicyInput *in) {
+static void act_scale_up(Capacity *c, const PolicyInput *in) {
         Decision d;
         int r;
 
-        policy_scale_up(in, &m->policy, &d);
-        if (d.kind == DECISION_SPAWN && m->policy.min_free_memory > 0) {
+        policy_scale_up(in, &c->policy, &d);
+        if (d.kind == DECISION_SPAWN && c->policy.min_free_memory > 0) {
                 /* the one input that costs a file read: only when a spawn is on the table */
                 PolicyInput with_memory = *in;
                 with_memory.mem_available = mem_available();
-                policy_scale_up(&with_memory, &m->policy, &d);
+                policy_scale_up(&with_memory, &c->policy, &d);
         }
-        m->last_scale_up = d.kind;
+        c->last_scale_up = d.kind;
         switch (d.kind) {
         case DECISION_SPAWN:
-                r = pool_spawn_throttle(m);
+                r = spawn_throttle_check(&c->pool->throttle);
                 if (r < 0) {
                         /* journal what stops the spawn, not a spawn that does not happen */
                         d.kind = r == -EAGAIN ? DECISION_WAIT : DECISION_REFUSED;
                         snprintf(d.reason, sizeof d.reason, "%s after %u consecutive failed spawns (last: %s)",
-                                 r == -EAGAIN ? "spawn backing off" : "spawning stopped", m->spawn_failures,
-                                 strna(m->last_spawn_error));
-                        set_hold(m, &m->scale_up_hold, "scale-up", &d);
+                                 r == -EAGAIN ? "spawn backing off" : "spawning stopped", c->pool->throttle.failures,
+                                 strna(c->pool->throttle.last_error));
+                        set_hold(c, &c->scale_up_hold, "scale-up", &d);
                         break;
                 }
-                clear_hold(m, &m->scale_up_hold, "scale-up");
-                journal_decision(m, LOG_INFO, MESSAGE_ID_SCALE_UP, "scale-up", "Scale-up: spawning a worker", &d);
-                (void) pool_spawn(m, d.reason);
+                clear_hold(c, &c->scale_up_hold, "scale-up");
+                journal_decision(c, LOG_INFO, MESSAGE_ID_SCALE_UP, "scale-up", "Scale-up: spawning a worker", &d);
+                (void) pool_spawn(c->pool, d.reason);
                 break;
         case DECISION_NONE:
-                clear_hold(m, &m->scale_up_hold, "scale-up");
+                clear_hold(c, &c->scale_up_hold, "scale-up");
                 break;
         default:
-                set_hold(m, &m->scale_up_hold, "scale-up", &d);
+                set_hold(c, &c->scale_up_hold, "scale-up", &d);
         }
 }
 
@@ -214,142 +251,86 @@ static bool culprit_is_new(const PolicyInput *in, int worker) {
         return false;
 }
 
-static void act_compaction(Manager *m, const PolicyInput *in) {
+static void act_compaction(Capacity *c, const PolicyInput *in) {
         Worker *w;
         Decision d;
 
-        policy_compaction(in, &m->policy, &d);
+        policy_compaction(in, &c->policy, &d);
         if (d.kind == DECISION_RETIRE || d.kind == DECISION_WAIT_MOVES)
-                (void) settling(m, in->now, &d);
+                (void) settling(c, in->now, &d);
         if (d.kind == DECISION_HELD && culprit_is_new(in, d.worker))
                 /* a worker that has not reported yet but is not late either is expected, not missing:
                  * compaction waits for its first reading without calling it a hold */
                 d.kind = DECISION_WAIT;
-        m->last_compaction = d.kind;
+        c->last_compaction = d.kind;
         switch (d.kind) {
         case DECISION_RETIRE:
-                clear_hold(m, &m->compaction_hold, "compaction");
-                w = manager_get_worker(m, (unsigned) d.worker);
+                clear_hold(c, &c->compaction_hold, "compaction");
+                w = pool_get_worker(c->pool, (unsigned) d.worker);
                 if (!w)
                         return;
-                journal_decision(m, LOG_INFO, MESSAGE_ID_COMPACT, "compact", "Compaction: retiring a worker", &d);
-                manager_retire_worker(m, w, "compaction");
+                journal_decision(c, LOG_INFO, MESSAGE_ID_COMPACT, "compact", "Compaction: retiring a worker", &d);
+                pool_retire_worker(c->pool, w, "compaction");
                 break;
         case DECISION_NONE:
-                clear_hold(m, &m->compaction_hold, "compaction");
+                clear_hold(c, &c->compaction_hold, "compaction");
                 break;
         default:
-                set_hold(m, &m->compaction_hold, "compaction", &d);
+                set_hold(c, &c->compaction_hold, "compaction", &d);
         }
 }
 
-/* ---- the pool summary: O(1) per report ---- */
+/* ---- ACCOUNT: the pool summary, O(1) per report ---- */
 
-static SummaryShare share_of(const Manager *m, const Worker *w, usec_t now, usec_t *ret_stale_at) {
-        SummaryShare sh = { .counted = true };
-        usec_t since;
-        Freshness f;
-
-        if (!in_policy(w))
-                return sh;
-        f = pool_worker_freshness(m, w, now, &since);
-        sh.in_flight = w->state == WORKER_STARTING || w->state == WORKER_PROBING;
-        sh.retiring = w->state == WORKER_DRAINING;
-        sh.routable = w->state == WORKER_ROUTABLE || w->state == WORKER_DRAINING;
-        sh.active = w->state == WORKER_ROUTABLE;
-        sh.room = sh.active && w != m->reception && (f == FRESHNESS_FRESH || f == FRESHNESS_NEW) &&
-                  w->occupancy.value < m->policy.admission_threshold;
-        sh.not_fresh = sh.routable && f != FRESHNESS_FRESH;
-        sh.occupancy = sh.routable ? w->occupancy.value : 0.0;
-        /* when this worker's reading would stop being fresh without any event to tell us */
-        if (ret_stale_at && (f == FRESHNESS_FRESH || f == FRESHNESS_NEW)) {
-                const Row *last = window_latest(&w->window);
-                usec_t born = w->routable_at > 0 ? w->routable_at : w->spawned_at;
-                *ret_stale_at = (last ? last->received : born) + pool_stale_horizon(m, w);
-        }
-        return sh;
+static bool summary_valid(const Capacity *c) {
+        return c->summary_valid && c->summary_generation == c->pool->generation;
 }
 
-static void summary_add(PoolSummary *s, const Worker *w, const SummaryShare *sh) {
-        if (w->state == WORKER_STARTING || w->state == WORKER_PROBING || w->state == WORKER_ROUTABLE ||
-            w->state == WORKER_DRAINING)
-                s->n_policy++;
-        s->n_in_flight += sh->in_flight;
-        s->n_retiring += sh->retiring;
-        s->n_active += sh->active;
-        s->n_room += sh->room;
-        s->n_not_fresh += sh->not_fresh;
-        s->occupied += sh->occupancy;
-}
+/* w's share goes into the sums; a fresh reading also says when, without a report, it would turn stale:
+ * no event tells of that, so the summary is rebuilt then (recheck_at). */
+static void account_add(Capacity *c, Worker *w, usec_t now) {
+        FreshnessInput in;
+        PolicyWorker p;
 
-static void summary_rebuild(Manager *m, usec_t now) {
-        PoolSummary s = { .valid = true, .recheck_at = USEC_INFINITY };
-
-        for (size_t i = 0; i < m->n_workers; i++) {
-                Worker *w = m->workers[i];
-                usec_t stale_at = USEC_INFINITY;
-
-                w->summary_share = share_of(m, w, now, &stale_at);
-                summary_add(&s, w, &w->summary_share);
-                s.recheck_at = MIN(s.recheck_at, stale_at);
-        }
-        m->summary = s;
-}
-
-void manager_summary_forget(Manager *m, Worker *w) {
-        PoolSummary *s = &m->summary;
-        const SummaryShare *sh = &w->summary_share;
-
-        if (!s->valid || !sh->counted)
+        w->share = (PolicyShare) {};
+        if (!worker_in_policy(w))
                 return;
-        s->n_in_flight -= sh->in_flight;
-        s->n_retiring -= sh->retiring;
-        s->n_active -= sh->active;
-        s->n_room -= sh->room;
-        s->n_not_fresh -= sh->not_fresh;
-        s->occupied -= sh->occupancy;
-        if (in_policy(w))
-                s->n_policy--;
-        w->summary_share.counted = false;
+        policy_worker_fill(c, w, now, &p);
+        policy_share(&p, &c->policy, &w->share);
+        policy_summary_add(&c->summary, &w->share);
+        if (p.freshness == FRESHNESS_FRESH || p.freshness == FRESHNESS_NEW) {
+                pool_freshness_input(c->pool, w, &in);
+                c->recheck_at = MIN(c->recheck_at, evaluator_fresh_until(&w->window, &in));
+        }
 }
 
-void manager_summary_account(Manager *m, Worker *w, usec_t now) {
-        usec_t stale_at = USEC_INFINITY;
-
-        if (!m->summary.valid)
+/* Takes w's share out exactly as it went in, before its reading changes. */
+static void account_forget(Capacity *c, Worker *w) {
+        if (!summary_valid(c) || !w->share.counted)
                 return;
-        w->summary_share = share_of(m, w, now, &stale_at);
-        summary_add(&m->summary, w, &w->summary_share);
-        /* a worker that was stale or incomplete may be fresh again: its deadline joins the others */
-        m->summary.recheck_at = MIN(m->summary.recheck_at, stale_at);
+        policy_summary_remove(&c->summary, &w->share);
+        w->share.counted = false;
 }
 
-/* Provably NONE from the summary alone, on the decision that held last time: the common report in a
- * steady pool. Anything else goes the whole way through the pure policies. */
-static bool scale_up_is_none(const Manager *m) {
-        const PoolSummary *s = &m->summary;
-
-        return m->last_scale_up == DECISION_NONE && !m->scale_up_hold.active &&
-               s->n_policy - s->n_retiring >= m->config.min_workers && s->n_in_flight == 0 && s->n_active >= 2 &&
-               s->n_room > 0;
+static void summary_rebuild(Capacity *c, usec_t now) {
+        c->summary = (PolicySummary) {};
+        c->recheck_at = USEC_INFINITY;
+        for (size_t i = 0; i < c->pool->n_workers; i++)
+                account_add(c, c->pool->workers[i], now);
+        c->summary_valid = true;
+        c->summary_generation = c->pool->generation;
 }
 
-static bool compaction_is_none(const Manager *m) {
-        const PoolSummary *s = &m->summary;
-        unsigned n = s->n_active;
-        double capacity, headroom;
+/* Provably NONE from the summary alone (policy.c says when), on the decision that held last time: the
+ * common report in a steady pool. Anything else goes the whole way through the pure policies. */
+static bool scale_up_is_none(const Capacity *c) {
+        return c->last_scale_up == DECISION_NONE && !c->scale_up_hold.active &&
+               policy_scale_up_surely_none(&c->summary, &c->policy);
+}
 
-        if (m->last_compaction != DECISION_NONE || m->compaction_hold.active || s->n_retiring > 0 ||
-            s->n_in_flight > 0)
-                return false;
-        if (n <= m->config.min_workers)
-                return true;
-        if (s->n_not_fresh > 0)
-                return false;
-        capacity = m->policy.reception_threshold + (double) (n - 1) * m->policy.admission_threshold;
-        headroom = capacity - s->occupied;
-        /* a margin for rounding drift of the running sum: near the threshold, ask the real policy */
-        return headroom < m->policy.compaction_margin * m->policy.admission_threshold - 1e-6;
+static bool compaction_is_none(const Capacity *c) {
+        return c->last_compaction == DECISION_NONE && !c->compaction_hold.active &&
+               policy_compaction_surely_none(&c->summary, &c->policy);
 }
 
 /* A compaction hold stands while its worker still cannot be judged and nothing that the policy checks
@@ -357,22 +338,54 @@ static bool compaction_is_none(const Manager *m) {
  * hold again, on this worker or an earlier one that is not fresh either. A sensor that cannot read its
  * cpu keeps the pool in this state for as long as it lasts, so it must not cost a walk per report; only
  * the hold's reason is written anew (how long, and what is missing now). */
-static bool compaction_hold_stands(Manager *m, usec_t now) {
-        const PoolSummary *s = &m->summary;
+static bool compaction_hold_stands(Capacity *c, usec_t now) {
+        const PolicySummary *s = &c->summary;
         Decision d = { .kind = DECISION_NONE };
         PolicyWorker p;
         Worker *w;
 
-        if (m->last_compaction != DECISION_HELD || !m->compaction_hold.active || s->n_retiring > 0 ||
-            s->n_in_flight > 0 || s->n_active <= m->config.min_workers || m->compaction_hold.worker <= 0)
+        if (c->last_compaction != DECISION_HELD || !c->compaction_hold.active || s->n_retiring > 0 ||
+            s->n_in_flight > 0 || s->n_active <= c->config->min_workers || c->compaction_hold.worker <= 0)
                 return false;
-        w = manager_get_worker(m, (unsigned) m->compaction_hold.worker);
-        if (!w || !w->summary_share.counted || !w->summary_share.not_fresh)
+        w = pool_get_worker(c->pool, (unsigned) c->compaction_hold.worker);
+        if (!w || !w->share.counted || !w->share.not_fresh)
                 return false;
-        policy_worker_fill(m, w, now, &p);
+        policy_worker_fill(c, w, now, &p);
         policy_compaction_hold(&p, now, &d);
-        set_hold(m, &m->compaction_hold, "compaction", &d);
+        set_hold(c, &c->compaction_hold, "compaction", &d);
         return true;
+}
+
+/* ---- the report path ---- */
+
+/* The commander-side measures of a row: what the front end forwarded to w when its report arrived. */
+static void fill_traffic(const Capacity *c, const Worker *w, Row *row) {
+        WorkerTraffic t;
+
+        if (!c->sources.worker_traffic || !c->sources.worker_traffic(w->id, &t, c->sources.userdata))
+                return;
+        row->has_inflight = true;
+        row->inflight = t.inflight;
+        if (!t.has_forward)
+                return;
+        row->has_forward = true;
+        row->fwd_requests = t.requests;
+        row->fwd_errors = t.errors;
+        row->fwd_busy_usec = t.busy_usec;
+}
+
+void capacity_take_row(Capacity *c, Worker *w, const Row *row) {
+        Row r = *row;
+
+        /* w's share of the summary changes with its reading: out now, in again once interpreted */
+        account_forget(c, w);
+        fill_traffic(c, w, &r);
+        window_push(&w->window, &r);                                       /* archive */
+        evaluator_interpret(&w->window, &c->evaluator, r.received, &w->reading); /* interpret */
+        if (summary_valid(c))
+                account_add(c, w, r.received);                            /* account */
+        if (w->state == WORKER_ROUTABLE || w->state == WORKER_DRAINING)
+                capacity_check(c);                                         /* decide, act */
 }
 
 /* A full check walks the whole pool, about 14 ns a worker. Where the summary cannot prove "nothing to
@@ -386,26 +399,26 @@ static bool compaction_hold_stands(Manager *m, usec_t now) {
 #define COALESCE_DIVISOR 32U
 
 static int on_deferred_check(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
+        Capacity *c = userdata;
 
-        m->deferred_check = sd_event_source_disable_unref(m->deferred_check);
-        manager_check_capacity(m);
+        c->deferred_check = sd_event_source_disable_unref(c->deferred_check);
+        capacity_check(c);
         return 0;
 }
 
 /* True when the full check runs now; false when it was deferred to the end of the gap. */
-static bool full_check_now(Manager *m, usec_t now, bool pool_changed) {
+static bool full_check_now(Capacity *c, usec_t now, bool pool_changed) {
         int r;
 
-        if (pool_changed || m->n_workers < COALESCE_MIN_WORKERS || now >= m->next_full_check) {
-                m->deferred_check = sd_event_source_disable_unref(m->deferred_check);
-                m->next_full_check = now + m->config.occupancy_interval / COALESCE_DIVISOR;
+        if (pool_changed || c->pool->n_workers < COALESCE_MIN_WORKERS || now >= c->next_full_check) {
+                c->deferred_check = sd_event_source_disable_unref(c->deferred_check);
+                c->next_full_check = now + c->config->occupancy_interval / COALESCE_DIVISOR;
                 return true;
         }
-        if (m->deferred_check)
+        if (c->deferred_check)
                 return false;
-        r = sd_event_add_time(m->event, &m->deferred_check, CLOCK_MONOTONIC, m->next_full_check, 0,
-                              on_deferred_check, m);
+        r = sd_event_add_time(c->pool->event, &c->deferred_check, CLOCK_MONOTONIC, c->next_full_check, 0,
+                              on_deferred_check, c);
         if (r < 0) {
                 log_warning_errno(r, "Failed to defer a capacity check, checking at once: %m");
                 return true;
@@ -413,32 +426,32 @@ static bool full_check_now(Manager *m, usec_t now, bool pool_changed) {
         return false;
 }
 
-void manager_check_capacity(Manager *m) {
+void capacity_check(Capacity *c) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
-        bool pool_changed = !m->summary.valid;
+        bool pool_changed = !summary_valid(c);
         PolicyInput in;
 
-        if (m->stopping)
+        if (c->pool->stopping)
                 return;
-        if (pool_changed || now >= m->summary.recheck_at)
-                summary_rebuild(m, now);
-        if (scale_up_is_none(m) && (compaction_is_none(m) || compaction_hold_stands(m, now)))
+        if (pool_changed || now >= c->recheck_at)
+                summary_rebuild(c, now);
+        if (scale_up_is_none(c) && (compaction_is_none(c) || compaction_hold_stands(c, now)))
                 return;
-        if (!full_check_now(m, now, pool_changed))
+        if (!full_check_now(c, now, pool_changed))
                 return;
-        manager_policy_input(m, &in);
-        act_scale_up(m, &in);
-        if (m->last_scale_up == DECISION_SPAWN) {
+        capacity_policy_input(c, &in);
+        act_scale_up(c, &in);
+        if (c->last_scale_up == DECISION_SPAWN) {
                 /* Under the min_workers floor the whole deficit starts at once (the floor does not wait
                  * for a spawn in flight); any other spawn is one at a time. Compaction sees the new pool
                  * next time round. */
-                for (unsigned i = 0; i < m->config.min_workers && m->last_scale_up == DECISION_SPAWN &&
-                                     m->n_workers < m->config.min_workers;
+                for (unsigned i = 0; i < c->config->min_workers && c->last_scale_up == DECISION_SPAWN &&
+                                     c->pool->n_workers < c->config->min_workers;
                      i++) {
-                        manager_policy_input(m, &in);
-                        act_scale_up(m, &in);
+                        capacity_policy_input(c, &in);
+                        act_scale_up(c, &in);
                 }
                 return;
         }
-        act_compaction(m, &in);
+        act_compaction(c, &in);
 }

@@ -2,6 +2,7 @@
 #include "evaluator.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include "macro.h"
 
@@ -179,4 +180,81 @@ void evaluator_rates(const Window *w, Rates *ret) {
                                    (double) USEC_PER_SEC /
                                    (double) (newest->fwd_requests - oldest->fwd_requests);
         ret->valid = true;
+}
+
+static const char *const freshness_table[_FRESHNESS_MAX] = {
+        [FRESHNESS_FRESH] = "fresh",           [FRESHNESS_NEW] = "new",
+        [FRESHNESS_STALE] = "stale",           [FRESHNESS_MISSING] = "missing",
+        [FRESHNESS_NO_CHANNEL] = "no-channel",
+};
+
+const char *freshness_to_string(Freshness f) {
+        if (f < 0 || f >= _FRESHNESS_MAX)
+                return NULL;
+        return freshness_table[f];
+}
+
+usec_t evaluator_stale_horizon(usec_t configured_interval, usec_t sensor_interval, unsigned stale_after) {
+        usec_t interval = MAX(configured_interval, MIN(sensor_interval, EVALUATOR_SENSOR_INTERVAL_MAX));
+
+        if (interval > USEC_INFINITY / MAX(stale_after, 1U))
+                return USEC_INFINITY;
+        return interval * stale_after;
+}
+
+void evaluator_reading_init(Reading *ret) {
+        *ret = (Reading) { .occupancy = { .bottleneck = _COMPONENT_INVALID } };
+}
+
+static void format_missing(unsigned mask, char *buf, size_t size) {
+        size_t n = 0;
+
+        buf[0] = 0;
+        for (Component c = 0; c < _COMPONENT_MAX && n < size; c++)
+                if (mask & (1U << c))
+                        n += (size_t) snprintf(buf + n, size - n, "%s%s", n > 0 ? "," : "", component_to_string(c));
+}
+
+void evaluator_interpret(const Window *w, const EvaluatorParams *p, usec_t now, Reading *r) {
+        unsigned missing;
+
+        evaluator_evaluate(w, p, &r->occupancy);
+        missing = evaluator_missing_components(w, p);
+        if (missing != 0 && r->missing_mask == 0)
+                r->not_fresh_since = now;
+        /* the names only change with the mask: no formatting on the common report */
+        if (missing != r->missing_mask)
+                format_missing(missing, r->missing_names, sizeof r->missing_names);
+        r->missing_mask = missing;
+}
+
+Freshness evaluator_freshness(const Window *w, const Reading *r, const FreshnessInput *in, usec_t now,
+                              usec_t *ret_since) {
+        const Row *last = window_latest(w);
+
+        if (!in->channel_open) {
+                *ret_since = in->channel_closed_at;
+                return FRESHNESS_NO_CHANNEL;
+        }
+        if (!last) {
+                *ret_since = in->born;
+                return now - in->born < in->horizon ? FRESHNESS_NEW : FRESHNESS_STALE;
+        }
+        if (now - last->received >= in->horizon) {
+                *ret_since = last->received;
+                return FRESHNESS_STALE;
+        }
+        if (r->missing_mask != 0) {
+                *ret_since = r->not_fresh_since;
+                return FRESHNESS_MISSING;
+        }
+        *ret_since = 0;
+        return FRESHNESS_FRESH;
+}
+
+usec_t evaluator_fresh_until(const Window *w, const FreshnessInput *in) {
+        const Row *last = window_latest(w);
+        usec_t from = last ? last->received : in->born;
+
+        return in->horizon > USEC_INFINITY - from ? USEC_INFINITY : from + in->horizon;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* INTERPRET: a window of rows becomes an occupancy in [0, 1]. Pure: no I/O, no clock.
+/* INTERPRET: a window of rows becomes an occupancy in [0, 1], and a reading becomes fresh, new, stale,
+ * missing or without channel ("missing is never zero", below). Pure: no I/O, no clock (callers pass now).
  *
  * Per row: memory = memory_bytes / memory_limit (when the row has memory and a limit is configured),
  * cpu = min(cpu / cpu_wall_cores, 1), executor = busy / total (or, for rows without an executor
@@ -21,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "time-util.h"
 #include "window.h"
 
 typedef enum Component {
@@ -75,3 +77,60 @@ typedef struct Rates {
  * cumulative: any one of them going backwards between two rows of the span (a reset) makes the rates
  * invalid rather than negative or short. Invalid rates are unknown, never 0: callers hold on them. */
 void evaluator_rates(const Window *w, Rates *ret);
+
+/* ---- Missing is never zero: whether a worker's reading can be judged ---- */
+
+typedef enum Freshness {
+        FRESHNESS_FRESH,      /* a complete reading no older than stale_after intervals */
+        FRESHNESS_NEW,        /* routable, no report yet, younger than stale_after: reads 0.0 and admits */
+        FRESHNESS_STALE,      /* last report (or birth) older than stale_after intervals */
+        FRESHNESS_MISSING,    /* the latest report lacks a component it should carry */
+        FRESHNESS_NO_CHANNEL, /* the channel closed (bad frame, EOF): no readings will come */
+        _FRESHNESS_MAX,
+        _FRESHNESS_INVALID = -EINVAL,
+} Freshness;
+
+const char *freshness_to_string(Freshness f);
+
+/* A sensor may tick slower than the commander asked (a wrapper started with its own --interval), but not
+ * slower than this: past it, a silent worker would never read as stale. */
+#define EVALUATOR_SENSOR_INTERVAL_MAX (3600 * USEC_PER_SEC)
+
+/* The staleness horizon of one worker: stale_after intervals of the slower of the configured interval
+ * and the one its sensor announced in its Hello (0: none; capped at EVALUATOR_SENSOR_INTERVAL_MAX).
+ * Saturates at USEC_INFINITY: a wrapped product would call every worker stale at once. */
+usec_t evaluator_stale_horizon(usec_t configured_interval, usec_t sensor_interval, unsigned stale_after);
+
+/* What a reading is judged by besides its window: the worker's channel, its age and its horizon. */
+typedef struct FreshnessInput {
+        bool channel_open;
+        usec_t channel_closed_at;
+        usec_t born;    /* when it became routable, or was spawned while it is not yet */
+        usec_t horizon; /* evaluator_stale_horizon() */
+} FreshnessInput;
+
+/* What the commander makes of a worker's window after each report: the occupancy, and which components
+ * the latest row misses (evaluator_missing_components()), with since when and their names for humans. */
+typedef struct Reading {
+        Occupancy occupancy;
+        unsigned missing_mask;
+        char missing_names[48];  /* the components of missing_mask, e.g. "cpu,memory" */
+        usec_t not_fresh_since;  /* when missing_mask last turned non-zero */
+} Reading;
+
+/* A reading before any report: occupancy 0.0 without a bottleneck (0 would name memory), nothing missing. */
+void evaluator_reading_init(Reading *ret);
+
+/* Re-evaluates r from w, to which a row was just added at `now`. Pure: the caller passes the time. */
+void evaluator_interpret(const Window *w, const EvaluatorParams *p, usec_t now, Reading *r);
+
+/* The freshness of a reading at now, and in *ret_since since when it is not fresh (0 while FRESH):
+ * NO_CHANNEL once the channel closed; with no row yet NEW within the horizon of its birth, then STALE;
+ * STALE when the latest row arrived a horizon or more ago; MISSING while the latest row lacks a
+ * component; FRESH otherwise. */
+Freshness evaluator_freshness(const Window *w, const Reading *r, const FreshnessInput *in, usec_t now,
+                              usec_t *ret_since);
+
+/* The time at which a FRESH or NEW reading turns STALE unless a report comes first: its latest row's
+ * arrival (or its birth without one) plus the horizon. */
+usec_t evaluator_fresh_until(const Window *w, const FreshnessInput *in);

@@ -20,7 +20,6 @@
 #include "journal-ids.h"
 #include "log.h"
 #include "macro.h"
-#include "pool.h"
 #include "status.h"
 
 #define STATUS_INTERVAL USEC_PER_SEC
@@ -92,25 +91,6 @@ static int load_config(Manager *m, const ManagerOptions *o) {
         return 0;
 }
 
-void manager_setup_parameters(Manager *m) {
-        const Config *c = &m->config;
-
-        m->evaluator = (EvaluatorParams) {
-                .memory_limit = c->memory_limit,
-                .cpu_wall_cores = c->cpu_wall_cores,
-                .smoothing_rows = c->smoothing_rows,
-                .concurrency = c->concurrency,
-        };
-        m->policy = (PolicyParams) {
-                .reception_threshold = c->reception_threshold,
-                .admission_threshold = c->admission_threshold,
-                .compaction_margin = c->compaction_margin,
-                .min_workers = c->min_workers,
-                .max_workers = c->max_workers,
-                .min_free_memory = c->min_free_memory,
-        };
-}
-
 static void on_frontend_drained(Frontend *fe) {
         Manager *m = fe->manager;
 
@@ -122,10 +102,10 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         char why[64];
 
         snprintf(why, sizeof why, "SIG%s", strna(sigabbrev_np((int) si->ssi_signo)));
-        if ((m->stopping || m->stop_why) && si->ssi_signo == SIGINT) {
+        if ((m->pool.stopping || m->stop_why) && si->ssi_signo == SIGINT) {
                 log_notice("Second SIGINT: killing every worker now");
-                for (size_t i = 0; i < m->n_workers; i++)
-                        (void) worker_signal(m->workers[i], SIGKILL);
+                for (size_t i = 0; i < m->pool.n_workers; i++)
+                        (void) worker_signal(m->pool.workers[i], SIGKILL);
                 return 0;
         }
         if (m->stop_why)
@@ -159,19 +139,18 @@ static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
 int manager_new(const ManagerOptions *o, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
+        CapacitySources sources;
         int r;
 
         m = calloc(1, sizeof *m);
         if (!m)
                 return log_oom();
-        m->next_worker_id = 1;
         m->group = strdup(o->group);
         if (!m->group)
                 return log_oom();
         r = load_config(m, o);
         if (r < 0)
                 return r;
-        manager_setup_parameters(m);
 
         r = manager_runtime_dir(m->group, o->runtime_dir, &m->runtime_dir);
         if (r == -ENXIO)
@@ -194,14 +173,11 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to watch SIGTERM/SIGINT (blocked?): %m");
 
-        r = backend_new(m->config.backend, m->event, &m->config, m->group, pool_attach_done, &m->backend);
+        r = pool_init(&m->pool, m->event, &m->config, m->group, m->runtime_dir, &manager_pool_hooks, m);
         if (r < 0)
                 return r;
-        m->next_worker_id = MAX(m->next_worker_id, m->backend->first_worker_id);
-        r = sock_diag_new(&m->sock_diag);
-        if (r < 0)
-                log_warning_errno(r, "NETLINK_SOCK_DIAG unavailable (%m): workers become routable on their Hello "
-                                     "without the accept probe");
+        manager_capacity_sources(m, &sources);
+        capacity_init(&m->capacity, &m->pool, &m->config, &sources);
         if (!o->no_frontend) {
                 FrontendOptions fo = { .state_dir = o->state_dir };
                 r = frontend_new(m, &fo, &m->frontend);
@@ -227,26 +203,10 @@ Manager *manager_free(Manager *m) {
                 return NULL;
         m->admin = admin_free(m->admin);
         m->frontend = frontend_free(m->frontend);
-        /* workers still alive here means the loop ended early: never leave them behind */
-        for (size_t i = 0; i < m->n_workers; i++) {
-                Worker *w = m->workers[i];
-                (void) worker_signal(w, SIGKILL);
-                if (w->pidfd >= 0)
-                        (void) waitid(P_PIDFD, (id_t) w->pidfd, NULL, WEXITED);
-                if (w->socket_path)
-                        (void) unlink(w->socket_path);
-                if (m->backend)
-                        m->backend->vtable->release(m->backend, w);
-                worker_free(w);
-        }
-        free(m->workers);
-        free(m->policy_buf);
-        m->spawn_retry = sd_event_source_disable_unref(m->spawn_retry);
-        m->deferred_check = sd_event_source_disable_unref(m->deferred_check);
+        capacity_done(&m->capacity);
+        pool_done(&m->pool);
         m->stop_deadline = sd_event_source_disable_unref(m->stop_deadline);
         m->status_timer = sd_event_source_disable_unref(m->status_timer);
-        backend_free(m->backend);
-        sock_diag_free(m->sock_diag);
         if (m->status_path)
                 (void) unlink(m->status_path);
         sd_event_unref(m->event);
@@ -254,112 +214,41 @@ Manager *manager_free(Manager *m) {
         free(m->status_path);
         free(m->runtime_dir);
         free(m->group);
-        free(m->last_spawn_error);
         free(m->stop_why);
         free(m);
         return NULL;
-}
-
-int manager_add_worker(Manager *m, Worker *w) {
-        Worker **a = reallocarray(m->workers, m->n_workers + 1, sizeof *a);
-        size_t i;
-
-        if (!a)
-                return -ENOMEM;
-        m->workers = a;
-        for (i = m->n_workers; i > 0 && a[i - 1]->id > w->id; i--)
-                a[i] = a[i - 1];
-        a[i] = w;
-        m->n_workers++;
-        m->summary.valid = false;
-        return 0;
-}
-
-void manager_remove_worker(Manager *m, Worker *w) {
-        for (size_t i = 0; i < m->n_workers; i++) {
-                if (m->workers[i] != w)
-                        continue;
-                memmove(m->workers + i, m->workers + i + 1, (m->n_workers - i - 1) * sizeof *m->workers);
-                m->n_workers--;
-                break;
-        }
-        m->summary.valid = false;
-        if (m->reception == w)
-                manager_pick_reception(m);
-}
-
-Worker *manager_get_worker(Manager *m, unsigned id) {
-        size_t lo = 0, hi = m->n_workers;
-
-        while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (m->workers[mid]->id == id)
-                        return m->workers[mid];
-                if (m->workers[mid]->id < id)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return NULL;
-}
-
-void manager_pick_reception(Manager *m) {
-        Worker *old = m->reception;
-
-        m->summary.valid = false;
-        m->reception = NULL;
-        for (size_t i = 0; i < m->n_workers; i++) {
-                Worker *w = m->workers[i];
-                w->reception = false;
-                if (!m->reception && w != old && w->state == WORKER_ROUTABLE)
-                        m->reception = w;
-        }
-        if (m->reception) {
-                m->reception->reception = true;
-                log_info("%s is now the reception", WORKER_NAME(m->reception));
-        }
 }
 
 static int on_stop_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
         log_error("%zu workers still alive past the stop deadline; leaving the loop (they are killed on exit)",
-                  m->n_workers);
+                  m->pool.n_workers);
         return sd_event_exit(m->event, m->exit_code ? m->exit_code : 1);
 }
 
 void manager_stop(Manager *m, const char *why) {
         int r;
 
-        if (m->stopping)
+        if (m->pool.stopping)
                 return;
-        m->stopping = true;
         log_struct(LOG_NOTICE, LOG_FIELDS(.message_id = MESSAGE_ID_STOP, .event = "stop"),
-                   "Stopping (%s): %zu workers get SIGTERM, SIGKILL after stop_timeout", why, m->n_workers);
-        if (m->n_workers == 0) {
-                (void) sd_event_exit(m->event, m->exit_code);
+                   "Stopping (%s): %zu workers get SIGTERM, SIGKILL after stop_timeout", why, m->pool.n_workers);
+        pool_stop(&m->pool, why);
+        if (m->pool.n_workers == 0)
                 return;
-        }
-        for (size_t i = m->n_workers; i > 0; i--)
-                pool_stop_worker(m, m->workers[i - 1], why);
         r = sd_event_add_time_relative(m->event, &m->stop_deadline, CLOCK_MONOTONIC,
                                        m->config.stop_timeout + STOP_GRACE, USEC_PER_MSEC, on_stop_deadline, m);
         if (r < 0)
                 (void) sd_event_exit(m->event, 1);
 }
 
-unsigned manager_worker_users(const Manager *m, const Worker *w) {
-        /* the surface is the one record of who lives where: never a copy to keep in sync */
-        return m->frontend ? surface_worker_users(&m->frontend->surface, w->id) : 0;
-}
-
 void manager_maybe_ready(Manager *m) {
-        unsigned routable = 0;
+        unsigned routable;
 
         if (m->notified_ready)
                 return;
-        for (size_t i = 0; i < m->n_workers; i++)
-                routable += worker_is_routable(m->workers[i]);
+        routable = pool_routable(&m->pool);
         if (routable < m->config.min_workers)
                 return;
         m->notified_ready = true;
@@ -370,9 +259,101 @@ void manager_maybe_ready(Manager *m) {
 int manager_run(Manager *m) {
         int r;
 
-        manager_check_capacity(m);
+        capacity_check(&m->capacity);
         r = sd_event_loop(m->event);
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
         return r;
+}
+
+/* ---- the wiring ---- */
+
+static void on_worker_routable(Worker *w, void *userdata) {
+        Manager *m = userdata;
+
+        if (m->on_worker_routable)
+                m->on_worker_routable(m, w);
+        manager_maybe_ready(m);
+        capacity_check(&m->capacity);
+        manager_write_status(m);
+}
+
+static void on_worker_draining(Worker *w, void *userdata) {
+        Manager *m = userdata;
+
+        if (m->on_worker_draining)
+                m->on_worker_draining(m, w);
+}
+
+static void on_worker_gone(Worker *w, void *userdata) {
+        Manager *m = userdata;
+
+        if (m->on_worker_gone)
+                m->on_worker_gone(m, w);
+}
+
+static void on_report(Worker *w, const Row *row, void *userdata) {
+        Manager *m = userdata;
+
+        capacity_take_row(&m->capacity, w, row);
+}
+
+static void on_move_frame(Worker *w, const Frame *f, void *userdata) {
+        Manager *m = userdata;
+
+        if (m->on_move_frame)
+                m->on_move_frame(m, w, f);
+}
+
+static void on_pool_changed(Pool *p, void *userdata) {
+        Manager *m = userdata;
+
+        capacity_check(&m->capacity);
+        manager_write_status(m);
+}
+
+static unsigned worker_inflight(const Worker *w, void *userdata) {
+        return w->inflight;
+}
+
+static void on_pool_stopped(Pool *p, void *userdata) {
+        Manager *m = userdata;
+
+        (void) sd_event_exit(m->event, m->exit_code);
+}
+
+const PoolHooks manager_pool_hooks = {
+        .worker_routable = on_worker_routable,
+        .worker_draining = on_worker_draining,
+        .worker_gone = on_worker_gone,
+        .report = on_report,
+        .move_frame = on_move_frame,
+        .changed = on_pool_changed,
+        .inflight = worker_inflight,
+        .stopped = on_pool_stopped,
+};
+
+static unsigned worker_users(unsigned worker, void *userdata) {
+        Manager *m = userdata;
+
+        /* the surface is the one record of who lives where: never a copy to keep in sync */
+        return m->frontend ? surface_worker_users(&m->frontend->surface, worker) : 0;
+}
+
+static bool worker_traffic(unsigned worker, WorkerTraffic *ret, void *userdata) {
+        Manager *m = userdata;
+        Worker *w = pool_get_worker(&m->pool, worker);
+
+        if (!m->frontend || !w)
+                return false;
+        frontend_worker_traffic(m->frontend, w, ret);
+        return true;
+}
+
+void manager_capacity_sources(Manager *m, CapacitySources *ret) {
+        *ret = (CapacitySources) {
+                .worker_users = worker_users,
+                .worker_traffic = worker_traffic,
+                .userdata = m,
+        };
 }

@@ -69,7 +69,7 @@ static void abort_move(Move *mv, const char *why) {
 }
 
 static int send_frame(Frontend *fe, unsigned worker, const Frame *f) {
-        Worker *w = manager_get_worker(fe->manager, worker);
+        Worker *w = pool_get_worker(&fe->manager->pool, worker);
 
         if (!w || !channel_is_open(w->channel))
                 return -ENOTCONN;
@@ -103,7 +103,7 @@ static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 int move_start(Frontend *fe, SurfaceUser *u, unsigned to, const char *why) {
-        Worker *a = manager_get_worker(fe->manager, u->worker), *b = manager_get_worker(fe->manager, to);
+        Worker *a = pool_get_worker(&fe->manager->pool, u->worker), *b = pool_get_worker(&fe->manager->pool, to);
         Move *mv;
         int r;
 

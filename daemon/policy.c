@@ -10,18 +10,6 @@
 
 #include "macro.h"
 
-static const char *const freshness_table[_FRESHNESS_MAX] = {
-        [FRESHNESS_FRESH] = "fresh",           [FRESHNESS_NEW] = "new",
-        [FRESHNESS_STALE] = "stale",           [FRESHNESS_MISSING] = "missing",
-        [FRESHNESS_NO_CHANNEL] = "no-channel",
-};
-
-const char *freshness_to_string(Freshness f) {
-        if (f < 0 || f >= _FRESHNESS_MAX)
-                return NULL;
-        return freshness_table[f];
-}
-
 static const char *const decision_kind_table[_DECISION_KIND_MAX] = {
         [DECISION_NONE] = "none",     [DECISION_SPAWN] = "spawn",
         [DECISION_RETIRE] = "retire", [DECISION_WAIT_MOVES] = "wait-moves",
@@ -202,14 +190,16 @@ static void survey(const PolicyInput *in, const PolicyParams *p, Survey *ret) {
         *ret = s;
 }
 
-static void ledger_from_survey(const Survey *s, const PolicyParams *p, Ledger *ret) {
-        ret->n = (unsigned) s->takers;
-        ret->capacity = s->takers > 0
-                                ? p->reception_threshold + (double) (s->takers - 1) * p->admission_threshold
-                                : 0.0;
-        ret->occupied = s->occupied;
+void policy_ledger_of(unsigned n, double occupied, const PolicyParams *p, Ledger *ret) {
+        ret->n = n;
+        ret->capacity = n > 0 ? p->reception_threshold + (double) (n - 1) * p->admission_threshold : 0.0;
+        ret->occupied = occupied;
         ret->headroom = ret->capacity - ret->occupied;
         ret->threshold = p->compaction_margin * p->admission_threshold;
+}
+
+static void ledger_from_survey(const Survey *s, const PolicyParams *p, Ledger *ret) {
+        policy_ledger_of((unsigned) s->takers, s->occupied, p, ret);
 }
 
 void policy_ledger(const PolicyInput *in, const PolicyParams *p, Ledger *ret) {
@@ -445,4 +435,74 @@ int policy_place(const PolicyInput *in, const PolicyParams *p, size_t current, b
                 return (int) reception;
 
         return policy_admit(in, p, ret_over);
+}
+
+/* ---- the pool summary and the fast path ---- */
+
+void policy_share(const PolicyWorker *w, const PolicyParams *p, PolicyShare *ret) {
+        bool active = takes_users(w);
+
+        *ret = (PolicyShare) {
+                .counted = true,
+                .in_flight = !w->routable,
+                .retiring = w->retiring,
+                .active = active,
+                .room = active && !w->reception && judgeable(w) && w->occupancy < p->admission_threshold,
+                .not_fresh = w->routable && w->freshness != FRESHNESS_FRESH,
+                .occupancy = w->routable ? w->occupancy : 0.0,
+        };
+}
+
+void policy_summary_add(PolicySummary *s, const PolicyShare *sh) {
+        s->n_policy++;
+        s->n_in_flight += sh->in_flight;
+        s->n_retiring += sh->retiring;
+        s->n_active += sh->active;
+        s->n_room += sh->room;
+        s->n_not_fresh += sh->not_fresh;
+        s->occupied += sh->occupancy;
+}
+
+void policy_summary_remove(PolicySummary *s, const PolicyShare *sh) {
+        s->n_policy--;
+        s->n_in_flight -= sh->in_flight;
+        s->n_retiring -= sh->retiring;
+        s->n_active -= sh->active;
+        s->n_room -= sh->room;
+        s->n_not_fresh -= sh->not_fresh;
+        s->occupied -= sh->occupancy;
+}
+
+void policy_summarize(const PolicyInput *in, const PolicyParams *p, PolicySummary *ret) {
+        *ret = (PolicySummary) {};
+        for (size_t i = 0; i < in->n_workers; i++) {
+                PolicyShare sh;
+
+                policy_share(&in->workers[i], p, &sh);
+                policy_summary_add(ret, &sh);
+        }
+}
+
+/* policy_scale_up() in its order: above the min_workers floor, no spawn in flight, a group (two or more
+ * takers) and a worker with room is NONE, whatever the rest reads. */
+bool policy_scale_up_surely_none(const PolicySummary *s, const PolicyParams *p) {
+        return s->n_policy - s->n_retiring >= p->min_workers && s->n_in_flight == 0 && s->n_active >= 2 &&
+               s->n_room > 0;
+}
+
+/* policy_compaction() in its order: nothing retiring or in flight (else WAIT), then at or under the
+ * min_workers floor is NONE whatever the readings; else every reading fresh and the headroom clearly at
+ * or under the threshold. */
+bool policy_compaction_surely_none(const PolicySummary *s, const PolicyParams *p) {
+        Ledger l;
+
+        if (s->n_retiring > 0 || s->n_in_flight > 0)
+                return false;
+        if (s->n_active <= p->min_workers)
+                return true;
+        if (s->n_not_fresh > 0)
+                return false;
+        policy_ledger_of(s->n_active, s->occupied, p, &l);
+        /* a margin for the rounding drift of a running sum: near the threshold, ask the policy */
+        return l.headroom < l.threshold - 1e-6;
 }

@@ -2,27 +2,18 @@
 #pragma once
 
 /* DECIDE: placement, admission, scale-up and compaction by the capacity ledger. Pure functions of a
- * snapshot of the pool (PolicyInput) and the parameters; the manager feeds them and acts. Every
- * decision carries its inputs and a one-line reason so it can be journaled and replayed by hand. */
+ * snapshot of the pool (PolicyInput) and the parameters; the capacity shell (capacity.c) feeds them and
+ * acts. Every decision carries its inputs and a one-line reason so it can be journaled and replayed by
+ * hand. Also here, so that each formula exists once: the ledger, the pool summary that keeps it in O(1)
+ * per report (ACCOUNT), and the fast path that reads "nothing to do" off that summary. */
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "evaluator.h"
 #include "time-util.h"
-
-typedef enum Freshness {
-        FRESHNESS_FRESH,      /* a complete reading no older than stale_after intervals */
-        FRESHNESS_NEW,        /* routable, no report yet, younger than stale_after: reads 0.0 and admits */
-        FRESHNESS_STALE,      /* last report (or birth) older than stale_after intervals */
-        FRESHNESS_MISSING,    /* the latest report lacks a component it should carry */
-        FRESHNESS_NO_CHANNEL, /* the channel closed (bad frame, EOF): no readings will come */
-        _FRESHNESS_MAX,
-        _FRESHNESS_INVALID = -EINVAL,
-} Freshness;
-
-const char *freshness_to_string(Freshness f);
 
 typedef struct PolicyWorker {
         unsigned id;    /* wN */
@@ -139,3 +130,47 @@ int policy_place(const PolicyInput *in, const PolicyParams *p, size_t current, b
  * NULL) is true whenever the pick is a fallback, not a worker with room (the reception fallback
  * included). Retiring workers take no users: -ENOENT when only they are routable. */
 int policy_admit(const PolicyInput *in, const PolicyParams *p, bool *ret_over);
+
+/* ---- ACCOUNT: the pool in O(1) per report ----
+ * What the policies look at in the whole pool, kept as running sums of each worker's share, so that a
+ * report costs the same with 1 000 workers as with 3. A worker's share is a pure function of the
+ * PolicyWorker the policies themselves see; the shell takes a share out before the worker's reading
+ * changes and adds the new one after. */
+
+typedef struct PolicyShare {
+        bool counted;     /* in the sums now: the shell takes it out exactly as it went in */
+        bool in_flight;   /* not routable yet */
+        bool retiring;
+        bool active;      /* routable and not retiring: the ledger's n */
+        bool room;        /* active, not the reception, FRESH or NEW, under admission_threshold */
+        bool not_fresh;   /* routable (retiring included) and not FRESH */
+        double occupancy; /* its part of O: routable workers, retiring ones included */
+} PolicyShare;
+
+typedef struct PolicySummary {
+        unsigned n_policy;    /* workers in the policies' world: the PolicyInput's */
+        unsigned n_in_flight;
+        unsigned n_retiring;
+        unsigned n_active;
+        unsigned n_room;
+        unsigned n_not_fresh;
+        double occupied;      /* O */
+} PolicySummary;
+
+void policy_share(const PolicyWorker *w, const PolicyParams *p, PolicyShare *ret);
+void policy_summary_add(PolicySummary *s, const PolicyShare *sh);
+void policy_summary_remove(PolicySummary *s, const PolicyShare *sh);
+/* The summary of a whole PolicyInput, share by share (what the running sums must always equal). */
+void policy_summarize(const PolicyInput *in, const PolicyParams *p, PolicySummary *ret);
+
+/* The capacity ledger of n taking workers holding O = occupied: C = reception_threshold + (n - 1) *
+ * admission_threshold (0 for n = 0), H = C - O, threshold = margin * admission_threshold. The one place
+ * the formula is written: policy_ledger() and the fast path both come here. */
+void policy_ledger_of(unsigned n, double occupied, const PolicyParams *p, Ledger *ret);
+
+/* The fast path: true only when the summary alone proves that policy_scale_up() (resp.
+ * policy_compaction()) decides NONE on any pool it summarises; false means "ask the policy", not
+ * "something to do". Compaction is asked near its threshold too, where the running sum's rounding could
+ * tip the comparison. */
+bool policy_scale_up_surely_none(const PolicySummary *s, const PolicyParams *p);
+bool policy_compaction_surely_none(const PolicySummary *s, const PolicyParams *p);

@@ -14,141 +14,115 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "frontend-manager.h"
 #include "journal-ids.h"
 #include "log.h"
 #include "macro.h"
 #include "spawn.h"
 
-/* Consecutive failed spawns before the throttle stops trying, and the first back-off step. */
-#define SPAWN_FAILURES_MAX 5U
-#define SPAWN_BACKOFF_FIRST (250 * USEC_PER_MSEC)
-/* The floor of the stable period (see stable_period()). */
-#define SPAWN_STABLE_MIN (10 * USEC_PER_SEC)
 /* The accept probe looks again after 1 ms, doubling up to this. */
 #define PROBE_INTERVAL_MAX (50 * USEC_PER_MSEC)
 #define LISTEN_BACKLOG 4096
 
-static void worker_dead(Manager *m, Worker *w);
+static void worker_dead(Pool *p, Worker *w);
 
-/* Every change of a worker's state goes through here: the pool summary no longer holds. */
+/* Every change the policies can see goes through here: a summary of the pool no longer holds. */
+static void pool_changed(Pool *p) {
+        p->generation++;
+}
+
 static void set_state(Worker *w, WorkerState state) {
         w->state = state;
-        w->manager->summary.valid = false;
+        pool_changed(w->pool);
 }
 
-/* A sensor may tick slower than we asked (a wrapper started with its own --interval), but not slower
- * than this: past it, a silent worker would never read as stale. */
-#define SENSOR_INTERVAL_MAX (3600 * USEC_PER_SEC)
-
-usec_t pool_stale_horizon(const Manager *m, const Worker *w) {
-        usec_t interval = MAX(m->config.occupancy_interval, MIN(w->sensor_interval, SENSOR_INTERVAL_MAX));
-
-        /* saturating: a wrapped product would call every worker stale at once */
-        if (interval > USEC_INFINITY / MAX(m->config.stale_after, 1U))
-                return USEC_INFINITY;
-        return interval * m->config.stale_after;
+void pool_freshness_input(const Pool *p, const Worker *w, FreshnessInput *ret) {
+        *ret = (FreshnessInput) {
+                .channel_open = channel_is_open(w->channel),
+                .channel_closed_at = w->channel_closed_at,
+                .born = w->routable_at > 0 ? w->routable_at : w->spawned_at,
+                .horizon = evaluator_stale_horizon(p->config->occupancy_interval, w->sensor_interval,
+                                                   p->config->stale_after),
+        };
 }
 
-Freshness pool_worker_freshness(const Manager *m, const Worker *w, usec_t now, usec_t *ret_since) {
-        usec_t horizon = pool_stale_horizon(m, w);
-        const Row *last = window_latest(&w->window);
+/* ---- the workers of the group ---- */
 
-        if (!channel_is_open(w->channel)) {
-                *ret_since = w->channel_closed_at;
-                return FRESHNESS_NO_CHANNEL;
-        }
-        if (!last) {
-                usec_t born = w->routable_at > 0 ? w->routable_at : w->spawned_at;
-                *ret_since = born;
-                return now - born < horizon ? FRESHNESS_NEW : FRESHNESS_STALE;
-        }
-        if (now - last->received >= horizon) {
-                *ret_since = last->received;
-                return FRESHNESS_STALE;
-        }
-        if (w->missing_mask != 0) {
-                *ret_since = w->not_fresh_since;
-                return FRESHNESS_MISSING;
-        }
-        *ret_since = 0;
-        return FRESHNESS_FRESH;
+int pool_add_worker(Pool *p, Worker *w) {
+        Worker **a = reallocarray(p->workers, p->n_workers + 1, sizeof *a);
+        size_t i;
+
+        if (!a)
+                return -ENOMEM;
+        p->workers = a;
+        for (i = p->n_workers; i > 0 && a[i - 1]->id > w->id; i--)
+                a[i] = a[i - 1];
+        a[i] = w;
+        p->n_workers++;
+        pool_changed(p);
+        return 0;
 }
 
-static void arm_timer(Manager *m, Worker *w, usec_t delay, sd_event_time_handler_t handler) {
+void pool_remove_worker(Pool *p, Worker *w) {
+        for (size_t i = 0; i < p->n_workers; i++) {
+                if (p->workers[i] != w)
+                        continue;
+                memmove(p->workers + i, p->workers + i + 1, (p->n_workers - i - 1) * sizeof *p->workers);
+                p->n_workers--;
+                break;
+        }
+        pool_changed(p);
+        if (p->reception == w)
+                pool_pick_reception(p);
+}
+
+Worker *pool_get_worker(Pool *p, unsigned id) {
+        size_t lo = 0, hi = p->n_workers;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (p->workers[mid]->id == id)
+                        return p->workers[mid];
+                if (p->workers[mid]->id < id)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+void pool_pick_reception(Pool *p) {
+        Worker *old = p->reception;
+
+        pool_changed(p);
+        p->reception = NULL;
+        for (size_t i = 0; i < p->n_workers && !p->reception; i++) {
+                Worker *w = p->workers[i];
+                if (w != old && w->state == WORKER_ROUTABLE)
+                        p->reception = w;
+        }
+        if (p->reception)
+                log_info("%s is now the reception", WORKER_NAME(p->reception));
+}
+
+unsigned pool_routable(const Pool *p) {
+        unsigned n = 0;
+
+        for (size_t i = 0; i < p->n_workers; i++)
+                n += worker_is_routable(p->workers[i]);
+        return n;
+}
+
+static void arm_timer(Pool *p, Worker *w, usec_t delay, sd_event_time_handler_t handler) {
         int r;
 
         w->timer = sd_event_source_disable_unref(w->timer);
-        r = sd_event_add_time_relative(m->event, &w->timer, CLOCK_MONOTONIC, delay, USEC_PER_MSEC, handler, w);
+        r = sd_event_add_time_relative(p->event, &w->timer, CLOCK_MONOTONIC, delay, USEC_PER_MSEC, handler, w);
         if (r < 0)
                 log_warning_errno(r, "Failed to arm the timer of %s: %m", WORKER_NAME(w));
 }
 
-/* ---- spawn throttle ---- */
-
-/* A worker must stay up this long after it became routable to count as started. One that dies sooner is
- * a failed spawn like one that never got there, or a crash loop just past its Hello respawns at full
- * speed forever; the count of consecutive failures starts over only once a worker has lasted this long.
- * spawn_timeout is what the operator gave a start; 10 s keeps the period meaningful under a short one. */
-static usec_t stable_period(const Manager *m) {
-        return MAX(m->config.spawn_timeout, SPAWN_STABLE_MIN);
-}
-
-static int on_spawn_retry(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-
-        m->spawn_retry = sd_event_source_disable_unref(m->spawn_retry);
-        manager_check_capacity(m);
-        return 0;
-}
-
-static void spawn_failed(Manager *m, Worker *w, const char *what) {
-        usec_t backoff;
-
-        m->spawn_failures++;
-        free(m->last_spawn_error);
-        m->last_spawn_error = strdup(what);
-        log_struct(LOG_ERR, LOG_FIELDS(.message_id = MESSAGE_ID_SPAWN_FAILED, .event = "spawn-failed", .worker = (int) w->id),
-                   "Worker %s failed to start: %s (%u consecutive failed spawns)", WORKER_NAME(w), what,
-                   m->spawn_failures);
-        if (m->spawn_failures >= SPAWN_FAILURES_MAX) {
-                m->spawn_given_up = true;
-                log_struct(LOG_CRIT, LOG_FIELDS(.message_id = MESSAGE_ID_SPAWN_GAVE_UP, .event = "spawn-gave-up"),
-                           "Stopped spawning workers after %u consecutive failed spawns (last: %s). Fix the cause "
-                           "([worker] exec in %s, or the host) and restart the commander.",
-                           m->spawn_failures, what, m->config.path ? m->config.path : "the built-in defaults");
-                return;
-        }
-        backoff = SPAWN_BACKOFF_FIRST << (m->spawn_failures - 1);
-        m->spawn_not_before = now_usec(CLOCK_MONOTONIC) + backoff;
-}
-
-int pool_spawn_throttle(Manager *m) {
-        usec_t now = now_usec(CLOCK_MONOTONIC);
-        int r;
-
-        if (m->spawn_given_up)
-                return -ECANCELED;
-        if (now >= m->spawn_not_before)
-                return 0;
-        if (!m->spawn_retry) {
-                r = sd_event_add_time(m->event, &m->spawn_retry, CLOCK_MONOTONIC, m->spawn_not_before,
-                                      USEC_PER_MSEC, on_spawn_retry, m);
-                if (r < 0)
-                        return r;
-        }
-        return -EAGAIN;
-}
-
-/* A spawn that failed before a child of it was running: no death will come to ask for the next
- * attempt, so the retry is scheduled here, through the same back-off. */
-static void birth_failed(Manager *m, Worker *w, const char *what) {
-        int r;
-
-        spawn_failed(m, w, what);
-        r = pool_spawn_throttle(m);
-        if (r < 0 && r != -EAGAIN && r != -ECANCELED)
-                log_warning_errno(r, "Failed to schedule the next spawn attempt: %m");
+static void spawn_failed(Pool *p, Worker *w, const char *what) {
+        spawn_throttle_failed(&p->throttle, w->id, what, p->config->path);
 }
 
 /* Fills what with "<step>: <error>" for the throttle's message; returns error. */
@@ -159,12 +133,12 @@ static int step_failed(int error, char *what, size_t size, const char *step) {
 
 /* ---- birth ---- */
 
-static int make_listen_socket(Manager *m, Worker *w) {
+static int make_listen_socket(Pool *p, Worker *w) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
 
-        if (asprintf(&w->socket_path, "%s/w%u.sock", m->runtime_dir, w->id) < 0)
+        if (asprintf(&w->socket_path, "%s/w%u.sock", p->runtime_dir, w->id) < 0)
                 return -ENOMEM;
         if (strlen(w->socket_path) >= sizeof sa.sun_path)
                 return -ENAMETOOLONG; /* sun_path holds 108 bytes: a long --runtime-dir does not fit */
@@ -196,7 +170,7 @@ static const ChannelCallbacks channel_callbacks = {
         .on_close = on_channel_close,
 };
 
-static char **worker_env(Manager *m, Worker *w) {
+static char **worker_env(Pool *p, Worker *w) {
         char **env = calloc(8, sizeof(char *));
         size_t n = 0;
 
@@ -205,9 +179,9 @@ static char **worker_env(Manager *m, Worker *w) {
         env[n++] = spawn_env("LISTEN_FDS", "1");
         env[n++] = spawn_env("LISTEN_FDNAMES", "http");
         env[n++] = spawn_env("ELASTIC_POOL_CHANNEL_FD", "%d", SPAWN_CHANNEL_FD);
-        env[n++] = spawn_env("ELASTIC_POOL_GROUP", "%s", m->group);
+        env[n++] = spawn_env("ELASTIC_POOL_GROUP", "%s", p->group);
         env[n++] = spawn_env("ELASTIC_POOL_WORKER", "%u", w->id);
-        env[n++] = spawn_env("ELASTIC_POOL_INTERVAL", "%lluus", (unsigned long long) m->config.occupancy_interval);
+        env[n++] = spawn_env("ELASTIC_POOL_INTERVAL", "%lluus", (unsigned long long) p->config->occupancy_interval);
         for (size_t i = 0; i < n; i++)
                 if (!env[i]) {
                         for (size_t k = 0; k < n; k++)
@@ -225,7 +199,7 @@ static void free_env(char **env) {
 }
 
 /* Reads what the close-on-exec pipe says: nothing yet, exec succeeded (EOF), or exec's errno. */
-static void check_exec_error(Manager *m, Worker *w) {
+static void check_exec_error(Pool *p, Worker *w) {
         char what[512];
         int e = 0, r;
 
@@ -237,39 +211,39 @@ static void check_exec_error(Manager *m, Worker *w) {
         w->exec_error_source = sd_event_source_disable_unref(w->exec_error_source);
         w->exec_error_fd = safe_close(w->exec_error_fd);
         if (r == 0) {
-                log_debug("%s (pid %d) executed %s", WORKER_NAME(w), (int) w->pid, m->config.exec_line);
+                log_debug("%s (pid %d) executed %s", WORKER_NAME(w), (int) w->pid, p->config->exec_line);
                 return;
         }
         if (r < 0)
                 return;
         /* the whole command line: which of several configured commands, and with which arguments */
-        snprintf(what, sizeof what, "cannot execute '%.400s': %s", m->config.exec_line, strerror(e));
+        snprintf(what, sizeof what, "cannot execute '%.400s': %s", p->config->exec_line, strerror(e));
         /* the child exits 127 right after this; its death is then not a second failure */
         w->exec_failed = true;
-        spawn_failed(m, w, what);
+        spawn_failed(p, w, what);
 }
 
 static int on_exec_error(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Worker *w = userdata;
 
-        check_exec_error(w->manager, w);
+        check_exec_error(w->pool, w);
         return 0;
 }
 
 static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         Worker *w = userdata;
-        Manager *m = w->manager;
+        Pool *p = w->pool;
         char span[32], what[256];
 
         w->timer = sd_event_source_disable_unref(w->timer);
         if (w->state != WORKER_STARTING && w->state != WORKER_PROBING)
                 return 0;
-        format_timespan(span, sizeof span, m->config.spawn_timeout);
+        format_timespan(span, sizeof span, p->config->spawn_timeout);
         snprintf(what, sizeof what, "%s within spawn_timeout=%s; killed it",
                  w->state == WORKER_STARTING ? "no Hello on its channel" : "its socket did not accept", span);
         free(w->stop_reason);
         w->stop_reason = strdup("spawn timeout");
-        spawn_failed(m, w, what);
+        spawn_failed(p, w, what);
         set_state(w, WORKER_STOPPING);
         (void) worker_signal(w, SIGKILL);
         return 0;
@@ -279,15 +253,15 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
 
 /* Everything a worker needs before its process exists: its window, listening socket, channel and
  * placement. On failure, what names the step. */
-static int prepare_birth(Manager *m, Worker *w, int *ret_ours, int *ret_theirs, int *ret_cgroup_fd,
+static int prepare_birth(Pool *p, Worker *w, int *ret_ours, int *ret_theirs, int *ret_cgroup_fd,
                          char *what, size_t size) {
         char step[PATH_MAX + 64];
         int sv[2], r;
 
-        r = window_init(&w->window, m->config.window_rows);
+        r = window_init(&w->window, p->config->window_rows);
         if (r < 0)
                 return step_failed(r, what, size, "cannot allocate its window");
-        r = make_listen_socket(m, w);
+        r = make_listen_socket(p, w);
         if (r < 0) {
                 snprintf(step, sizeof step, "cannot create its listening socket %s", strna(w->socket_path));
                 return step_failed(r, what, size, step);
@@ -295,30 +269,30 @@ static int prepare_birth(Manager *m, Worker *w, int *ret_ours, int *ret_theirs, 
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return step_failed(-errno, what, size, "cannot create its channel socketpair");
         *ret_ours = sv[0], *ret_theirs = sv[1];
-        r = m->backend->vtable->prepare(m->backend, w, ret_cgroup_fd);
+        r = p->backend->vtable->prepare(p->backend, w, ret_cgroup_fd);
         if (r < 0)
                 return step_failed(r, what, size, "the placement backend cannot prepare it");
         return 0;
 }
 
 /* clone3() (or fork()) into the prepared place; the child waits parked (scope) or goes on to exec. */
-static int start_child(Manager *m, Worker *w, int theirs, int cgroup_fd, char *what, size_t size) {
+static int start_child(Pool *p, Worker *w, int theirs, int cgroup_fd, char *what, size_t size) {
         char **env;
         SpawnResult res;
         int r;
 
-        env = worker_env(m, w);
+        env = worker_env(p, w);
         if (!env)
                 return step_failed(-ENOMEM, what, size, "cannot build its environment");
         SpawnRequest req = {
-                .argv = m->config.exec,
+                .argv = p->config->exec,
                 .env = env,
                 .listen_fd = w->listen_fd,
                 .channel_fd = theirs,
                 .cgroup_fd = cgroup_fd,
-                .park = m->backend->vtable->kind == BACKEND_SCOPE,
+                .park = p->backend->vtable->kind == BACKEND_SCOPE,
                 /* scopes outlive us by design (re-adoption); plain processes and leaves do not */
-                .death_signal = m->backend->vtable->kind == BACKEND_SCOPE ? 0 : SIGKILL,
+                .death_signal = p->backend->vtable->kind == BACKEND_SCOPE ? 0 : SIGKILL,
         };
         w->spawned_at = now_usec(CLOCK_MONOTONIC);
         r = spawn_worker(&req, &res);
@@ -329,59 +303,59 @@ static int start_child(Manager *m, Worker *w, int theirs, int cgroup_fd, char *w
         w->pidfd = res.pidfd;
         w->release_fd = res.release_fd;
         w->exec_error_fd = res.exec_error_fd;
-        m->spawns++;
-        if (res.used_fork && !m->warned_fork) {
-                m->warned_fork = true;
+        p->spawns++;
+        if (res.used_fork && !p->warned_fork) {
+                p->warned_fork = true;
                 log_notice("clone3() is not available here (ENOSYS): workers start with fork() and "
                            "pidfd_open(), and move into their cgroup themselves before exec");
         } else if (!res.into_cgroup && cgroup_fd >= 0)
                 log_notice("CLONE_INTO_CGROUP refused for w%u; the child moved itself into %s before exec", w->id,
-                           strna(w->cgroup_path));
+                           strna(w->place.cgroup_path));
         return 0;
 }
 
 /* The child exists: its channel (which takes ours, also on failure), its death through the pidfd,
  * exec's errno through the pipe. */
-static int watch_child(Manager *m, Worker *w, int ours, char *what, size_t size) {
+static int watch_child(Pool *p, Worker *w, int ours, char *what, size_t size) {
         int r;
 
-        r = channel_new(m->event, ours, FRAME_MAX_SIZE_DEFAULT, &channel_callbacks, w, &w->channel);
+        r = channel_new(p->event, ours, FRAME_MAX_SIZE_DEFAULT, &channel_callbacks, w, &w->channel);
         if (r < 0)
                 return step_failed(r, what, size, "cannot open its channel");
-        r = sd_event_add_child_pidfd(m->event, &w->child_source, w->pidfd, WEXITED, on_child_exit, w);
+        r = sd_event_add_child_pidfd(p->event, &w->child_source, w->pidfd, WEXITED, on_child_exit, w);
         if (r < 0)
                 return step_failed(r, what, size, "cannot watch its pidfd");
         (void) sd_event_source_set_child_pidfd_own(w->child_source, false);
-        r = sd_event_add_io(m->event, &w->exec_error_source, w->exec_error_fd, EPOLLIN, on_exec_error, w);
+        r = sd_event_add_io(p->event, &w->exec_error_source, w->exec_error_fd, EPOLLIN, on_exec_error, w);
         if (r < 0)
                 return step_failed(r, what, size, "cannot watch its exec-error pipe");
-        r = manager_add_worker(m, w);
+        r = pool_add_worker(p, w);
         if (r < 0)
                 return step_failed(r, what, size, "cannot track it");
         return 0;
 }
 
-int pool_spawn(Manager *m, const char *reason) {
+int pool_spawn(Pool *p, const char *reason) {
         _cleanup_close_ int cgroup_fd = -EBADF, ours = -EBADF, theirs = -EBADF;
         char what[PATH_MAX + 128];
         Worker *w = NULL;
         int r;
 
-        r = pool_spawn_throttle(m);
+        r = spawn_throttle_check(&p->throttle);
         if (r < 0)
                 return r;
-        r = worker_new(m, m->next_worker_id, &w);
+        r = worker_new(p, p->next_worker_id, &w);
         if (r < 0)
                 return log_oom();
         /* the name is spent even when the spawn fails: a leaf of that name may still be on its way out */
-        m->next_worker_id++;
-        r = prepare_birth(m, w, &ours, &theirs, &cgroup_fd, what, sizeof what);
+        p->next_worker_id++;
+        r = prepare_birth(p, w, &ours, &theirs, &cgroup_fd, what, sizeof what);
         if (r < 0)
                 goto fail;
-        r = start_child(m, w, theirs, cgroup_fd, what, sizeof what);
+        r = start_child(p, w, theirs, cgroup_fd, what, sizeof what);
         if (r < 0)
                 goto fail;
-        r = watch_child(m, w, TAKE_FD(ours), what, sizeof what);
+        r = watch_child(p, w, TAKE_FD(ours), what, sizeof what);
         if (r < 0) {
                 /* the child is parked or exec'ing and must not run unwatched: kill it and reap it
                  * synchronously, nothing else will */
@@ -389,12 +363,12 @@ int pool_spawn(Manager *m, const char *reason) {
                 (void) waitid(P_PIDFD, (id_t) w->pidfd, NULL, WEXITED);
                 goto fail;
         }
-        arm_timer(m, w, m->config.spawn_timeout, on_spawn_timeout);
+        arm_timer(p, w, p->config->spawn_timeout, on_spawn_timeout);
         log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_SPAWN, .event = "spawn", .worker = (int) w->id),
-                   "Spawned worker %s (pid %d%s%s): %s", WORKER_NAME(w), (int) w->pid, w->cgroup_path ? ", cgroup " : "",
-                   strempty(w->cgroup_path), reason);
+                   "Spawned worker %s (pid %d%s%s): %s", WORKER_NAME(w), (int) w->pid,
+                   w->place.cgroup_path ? ", cgroup " : "", strempty(w->place.cgroup_path), reason);
 
-        r = m->backend->vtable->attach(m->backend, w);
+        r = p->backend->vtable->attach(p->backend, w);
         if (r < 0) {
                 log_error_errno(r, "Failed to place worker %s: %m", WORKER_NAME(w));
                 set_state(w, WORKER_STOPPING);
@@ -404,23 +378,23 @@ int pool_spawn(Manager *m, const char *reason) {
         return 0;
 
 fail:
-        birth_failed(m, w, what);
+        spawn_throttle_failed_early(&p->throttle, w->id, what, p->config->path);
         if (w->socket_path)
                 (void) unlink(w->socket_path);
-        if (w->cgroup_path)
-                m->backend->vtable->release(m->backend, w);
+        if (w->place.cgroup_path)
+                p->backend->vtable->release(p->backend, w);
         worker_free(w);
         return r;
 }
 
 void pool_attach_done(Worker *w, int error) {
-        Manager *m = w->manager;
+        Pool *p = w->pool;
         int r;
 
         if (error < 0) {
                 char what[256];
                 snprintf(what, sizeof what, "placement failed: %s", strerror(-error));
-                spawn_failed(m, w, what);
+                spawn_failed(p, w, what);
                 set_state(w, WORKER_STOPPING);
                 (void) worker_signal(w, SIGKILL);
                 return;
@@ -432,58 +406,53 @@ void pool_attach_done(Worker *w, int error) {
 
 /* ---- ready: Hello, then the socket accepts ---- */
 
+static usec_t stable_period(const Pool *p) {
+        return spawn_throttle_stable_period(p->config->spawn_timeout);
+}
+
 static int on_worker_stable(sd_event_source *s, uint64_t usec, void *userdata) {
         Worker *w = userdata;
-        Manager *m = w->manager;
-        char span[32];
+        Pool *p = w->pool;
 
         w->stable_timer = sd_event_source_disable_unref(w->stable_timer);
-        if (m->spawn_failures > 0)
-                log_info("%s stayed up %s after it became routable: the spawn throttle forgets %u failures",
-                         WORKER_NAME(w), format_timespan(span, sizeof span, stable_period(m)),
-                         m->spawn_failures);
-        m->spawn_failures = 0;
+        spawn_throttle_stable(&p->throttle, w->id, stable_period(p));
         return 0;
 }
 
 /* The throttle's count starts over once w has been routable for the stable period, not at once. */
-static void arm_stable_timer(Manager *m, Worker *w) {
+static void arm_stable_timer(Pool *p, Worker *w) {
         int r;
 
         w->stable_timer = sd_event_source_disable_unref(w->stable_timer);
-        r = sd_event_add_time_relative(m->event, &w->stable_timer, CLOCK_MONOTONIC, stable_period(m),
+        r = sd_event_add_time_relative(p->event, &w->stable_timer, CLOCK_MONOTONIC, stable_period(p),
                                        100 * USEC_PER_MSEC, on_worker_stable, w);
         if (r >= 0)
                 return;
         log_warning_errno(r, "Failed to arm the stable-period timer of %s (%m); counting it as started now",
                           WORKER_NAME(w));
-        m->spawn_failures = 0;
+        p->throttle.failures = 0;
 }
 
-static void become_routable(Manager *m, Worker *w) {
+static void become_routable(Pool *p, Worker *w) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         char total[32], hello[32];
 
         set_state(w, WORKER_ROUTABLE);
         w->routable_at = now;
-        m->pool_changed_at = now;
+        p->changed_at = now;
         w->timer = sd_event_source_disable_unref(w->timer);
         w->probe_timer = sd_event_source_disable_unref(w->probe_timer);
         w->probe_fd = safe_close(w->probe_fd);
-        arm_stable_timer(m, w);
-        if (!m->reception)
-                m->reception = w;
-        w->reception = m->reception == w;
+        arm_stable_timer(p, w);
+        if (!p->reception)
+                p->reception = w;
         log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_READY, .event = "ready", .worker = (int) w->id),
                    "Worker %s is routable %s after its spawn (Hello after %s)%s", WORKER_NAME(w),
                    format_timespan(total, sizeof total, now - w->spawned_at),
                    format_timespan(hello, sizeof hello, w->hello_at - w->spawned_at),
-                   w->reception ? "; it is the reception" : "");
-        if (m->on_worker_routable)
-                m->on_worker_routable(m, w);
-        manager_maybe_ready(m);
-        manager_check_capacity(m);
-        manager_write_status(m);
+                   p->reception == w ? "; it is the reception" : "");
+        if (p->hooks->worker_routable)
+                p->hooks->worker_routable(w, p->userdata);
 }
 
 static int connect_probe(Worker *w) {
@@ -503,19 +472,19 @@ static int connect_probe(Worker *w) {
 /* The probe connection sits in the accept queue until the worker takes it; sock_diag shows when. */
 static int on_probe_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Worker *w = userdata;
-        Manager *m = w->manager;
+        Pool *p = w->pool;
         uint32_t queued = 0;
         int r;
 
-        r = sock_diag_unix_backlog(m->sock_diag, w->socket_ino, &queued, NULL);
+        r = sock_diag_unix_backlog(p->sock_diag, w->socket_ino, &queued, NULL);
         if (r < 0) {
                 log_warning_errno(r, "sock_diag of %s failed (%m); calling it routable on its Hello alone",
                                   WORKER_NAME(w));
-                become_routable(m, w);
+                become_routable(p, w);
                 return 0;
         }
         if (queued == 0) {
-                become_routable(m, w);
+                become_routable(p, w);
                 return 0;
         }
         uint64_t step = MIN((usec - w->hello_at) * 2 + USEC_PER_MSEC, PROBE_INTERVAL_MAX);
@@ -524,12 +493,12 @@ static int on_probe_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static void start_probe(Manager *m, Worker *w) {
+static void start_probe(Pool *p, Worker *w) {
         int r;
 
         set_state(w, WORKER_PROBING);
-        if (!m->sock_diag) {
-                become_routable(m, w);
+        if (!p->sock_diag) {
+                become_routable(p, w);
                 return;
         }
         r = connect_probe(w);
@@ -538,12 +507,12 @@ static void start_probe(Manager *m, Worker *w) {
                 return; /* the spawn timeout decides */
         }
         /* accuracy 1us: 0 would mean sd-event's default of 250ms, far coarser than a worker's start */
-        r = sd_event_add_time_relative(m->event, &w->probe_timer, CLOCK_MONOTONIC, 0, 1, on_probe_timer, w);
+        r = sd_event_add_time_relative(p->event, &w->probe_timer, CLOCK_MONOTONIC, 0, 1, on_probe_timer, w);
         if (r < 0)
-                become_routable(m, w);
+                become_routable(p, w);
 }
 
-static void on_hello(Manager *m, Worker *w, const ElasticPool__Hello *h) {
+static void on_hello(Pool *p, Worker *w, const ElasticPool__Hello *h) {
         if (!h->has_protocol_version || h->protocol_version != EP_PROTOCOL_VERSION) {
                 char reason[96];
                 snprintf(reason, sizeof reason, "it speaks channel protocol %u, we speak %u",
@@ -554,15 +523,15 @@ static void on_hello(Manager *m, Worker *w, const ElasticPool__Hello *h) {
                 free(w->channel_close_reason);
                 w->channel_close_reason = strdup(reason);
                 w->channel_closed_at = now_usec(CLOCK_MONOTONIC);
-                m->summary.valid = false;
+                pool_changed(p);
                 return;
         }
         free(w->sensor_version);
         w->sensor_version = h->sensor_version ? strdup(h->sensor_version) : NULL;
         w->sensor_protocol = h->protocol_version;
-        usec_t interval = h->has_interval_usec ? MIN(h->interval_usec, SENSOR_INTERVAL_MAX) : 0;
+        usec_t interval = h->has_interval_usec ? MIN(h->interval_usec, EVALUATOR_SENSOR_INTERVAL_MAX) : 0;
         if (interval != w->sensor_interval)
-                m->summary.valid = false; /* its stale horizon changed */
+                pool_changed(p); /* its stale horizon changed */
         w->sensor_interval = interval;
         w->capabilities = 0;
         for (size_t i = 0; i < h->n_capabilities; i++)
@@ -573,40 +542,20 @@ static void on_hello(Manager *m, Worker *w, const ElasticPool__Hello *h) {
         w->hello_at = now_usec(CLOCK_MONOTONIC);
         log_debug("%s said Hello (sensor %s, pid %d)", WORKER_NAME(w), strna(w->sensor_version),
                   h->has_pid ? h->pid : 0);
-        start_probe(m, w);
+        start_probe(p, w);
 }
 
-static void on_report(Manager *m, Worker *w, const ElasticPool__OccupancyReport *r) {
+/* The lifecycle's part of a report: when it came, and the row it makes, handed over to be archived,
+ * interpreted and judged above (PoolHooks.report). */
+static void on_report(Pool *p, Worker *w, const ElasticPool__OccupancyReport *r) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
-        unsigned missing;
         Row row;
 
-        /* this worker's share of the pool summary changes with its reading: take it out, put it back */
-        manager_summary_forget(m, w);
         row_from_report(&row, r, now);
-        if (m->frontend)
-                frontend_fill_row(m->frontend, w, &row);
-        window_push(&w->window, &row);
         w->last_report_at = now;
-        m->reports_received++;
-
-        evaluator_evaluate(&w->window, &m->evaluator, &w->occupancy);
-        missing = evaluator_missing_components(&w->window, &m->evaluator);
-        if (missing != 0 && w->missing_mask == 0)
-                w->not_fresh_since = now;
-        if (missing != w->missing_mask) {
-                size_t n = 0;
-                w->missing_names[0] = 0;
-                for (Component c = 0; c < _COMPONENT_MAX; c++)
-                        if (missing & (1U << c))
-                                n += (size_t) snprintf(w->missing_names + n, sizeof w->missing_names - n, "%s%s",
-                                                       n > 0 ? "," : "", component_to_string(c));
-        }
-        w->missing_mask = missing;
-        manager_summary_account(m, w, now);
-
-        if (w->state == WORKER_ROUTABLE || w->state == WORKER_DRAINING)
-                manager_check_capacity(m);
+        p->reports_received++;
+        if (p->hooks->report)
+                p->hooks->report(w, &row, p->userdata);
 }
 
 static void on_channel_frame(Channel *c, const Frame *f, void *userdata) {
@@ -614,22 +563,22 @@ static void on_channel_frame(Channel *c, const Frame *f, void *userdata) {
 }
 
 void pool_handle_frame(Worker *w, const Frame *f) {
-        Manager *m = w->manager;
+        Pool *p = w->pool;
 
         switch (f->body_case) {
         case ELASTIC_POOL__FRAME__BODY_HELLO:
-                on_hello(m, w, f->hello);
+                on_hello(p, w, f->hello);
                 break;
         case ELASTIC_POOL__FRAME__BODY_REPORT:
-                on_report(m, w, f->report);
+                on_report(p, w, f->report);
                 break;
         case ELASTIC_POOL__FRAME__BODY_GOODBYE:
                 log_info("%s says goodbye: %s", WORKER_NAME(w), strna(f->goodbye->reason));
                 break;
         case ELASTIC_POOL__FRAME__BODY_PACKAGE:
         case ELASTIC_POOL__FRAME__BODY_INSTALL_RESULT:
-                if (m->on_move_frame)
-                        m->on_move_frame(m, w, f);
+                if (p->hooks->move_frame)
+                        p->hooks->move_frame(w, f, p->userdata);
                 break;
         default:
                 /* commander-bound frames only; anything else means a confused peer */
@@ -641,13 +590,13 @@ void pool_handle_frame(Worker *w, const Frame *f) {
 
 static void on_channel_close(Channel *c, int error, const char *reason, void *userdata) {
         Worker *w = userdata;
-        Manager *m = w->manager;
+        Pool *p = w->pool;
 
         w->channel_closed_at = now_usec(CLOCK_MONOTONIC);
-        m->summary.valid = false;
+        pool_changed(p);
         free(w->channel_close_reason);
         w->channel_close_reason = strdup(reason);
-        if (w->state == WORKER_STOPPING || w->state == WORKER_DEAD || m->stopping || w->exec_failed) {
+        if (w->state == WORKER_STOPPING || w->state == WORKER_DEAD || p->stopping || w->exec_failed) {
                 log_debug("Channel of %s closed: %s", WORKER_NAME(w), reason);
                 return;
         }
@@ -666,12 +615,12 @@ static int on_kill_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         w->timer = sd_event_source_disable_unref(w->timer);
         log_warning("%s did not exit within stop_timeout=%s of SIGTERM; sending SIGKILL", WORKER_NAME(w),
-                    format_timespan(span, sizeof span, w->manager->config.stop_timeout));
+                    format_timespan(span, sizeof span, w->pool->config->stop_timeout));
         (void) worker_signal(w, SIGKILL);
         return 0;
 }
 
-void pool_stop_worker(Manager *m, Worker *w, const char *why) {
+void pool_stop_worker(Pool *p, Worker *w, const char *why) {
         int r;
 
         if (w->state == WORKER_DEAD)
@@ -683,7 +632,7 @@ void pool_stop_worker(Manager *m, Worker *w, const char *why) {
         /* it left the policies' world now, not at its death: the next compaction waits for the survivors'
          * windows to see its load, or a report between SIGTERM and death could retire one more */
         if (w->routable_at > 0)
-                m->pool_changed_at = w->stop_started_at;
+                p->changed_at = w->stop_started_at;
         if (!w->stop_reason)
                 w->stop_reason = strdup(why);
         /* a parked child never ran the command: nothing to be graceful about */
@@ -695,7 +644,12 @@ void pool_stop_worker(Manager *m, Worker *w, const char *why) {
         r = worker_signal(w, SIGTERM);
         if (r < 0 && r != -ESRCH)
                 log_warning_errno(r, "Failed to send SIGTERM to %s: %m", WORKER_NAME(w));
-        arm_timer(m, w, m->config.stop_timeout, on_kill_timer);
+        arm_timer(p, w, p->config->stop_timeout, on_kill_timer);
+}
+
+/* Requests the front end has open on w: what a retire waits for. */
+static unsigned inflight(const Pool *p, const Worker *w) {
+        return p->hooks->inflight ? p->hooks->inflight(w, p->userdata) : 0;
 }
 
 static int on_drain_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -704,55 +658,55 @@ static int on_drain_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 
         w->timer = sd_event_source_disable_unref(w->timer);
         log_warning("%s still had %u requests after drain_timeout=%s; stopping it anyway", WORKER_NAME(w),
-                    w->inflight, format_timespan(span, sizeof span, w->manager->config.drain_timeout));
-        pool_stop_worker(w->manager, w, "drain timeout");
+                    inflight(w->pool, w), format_timespan(span, sizeof span, w->pool->config->drain_timeout));
+        pool_stop_worker(w->pool, w, "drain timeout");
         return 0;
 }
 
-void manager_retire_worker(Manager *m, Worker *w, const char *why) {
+void pool_retire_worker(Pool *p, Worker *w, const char *why) {
         ElasticPool__Drain drain = ELASTIC_POOL__DRAIN__INIT;
         Frame f = ELASTIC_POOL__FRAME__INIT;
 
         if (w->state != WORKER_ROUTABLE && w->state != WORKER_PROBING && w->state != WORKER_STARTING)
                 return;
         if (w->state != WORKER_ROUTABLE) {
-                pool_stop_worker(m, w, why);
+                pool_stop_worker(p, w, why);
                 return;
         }
         set_state(w, WORKER_DRAINING);
         free(w->stop_reason);
         w->stop_reason = strdup(why);
-        if (m->reception == w)
-                manager_pick_reception(m);
+        if (p->reception == w)
+                pool_pick_reception(p);
         log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_RETIRE, .event = "retire", .worker = (int) w->id,
-                                        .has_occupancy = true, .occupancy = w->occupancy.value),
+                                        .has_occupancy = true, .occupancy = w->reading.occupancy.value),
                    "Retiring %s (%s): no new requests; %u in flight get drain_timeout to finish", WORKER_NAME(w), why,
-                   w->inflight);
+                   inflight(p, w));
         drain.has_deadline_usec = true;
-        drain.deadline_usec = now_usec(CLOCK_MONOTONIC) + m->config.drain_timeout;
+        drain.deadline_usec = now_usec(CLOCK_MONOTONIC) + p->config->drain_timeout;
         drain.reason = (char *) why;
         f.body_case = ELASTIC_POOL__FRAME__BODY_DRAIN;
         f.drain = &drain;
         (void) channel_send(w->channel, &f);
-        if (m->on_worker_draining)
-                m->on_worker_draining(m, w);
-        if (w->inflight == 0) {
-                pool_stop_worker(m, w, why);
+        if (p->hooks->worker_draining)
+                p->hooks->worker_draining(w, p->userdata);
+        if (inflight(p, w) == 0) {
+                pool_stop_worker(p, w, why);
                 return;
         }
-        arm_timer(m, w, m->config.drain_timeout, on_drain_timeout);
+        arm_timer(p, w, p->config->drain_timeout, on_drain_timeout);
 }
 
-void manager_worker_drained(Manager *m, Worker *w) {
-        if (w->state == WORKER_DRAINING && w->inflight == 0)
-                pool_stop_worker(m, w, w->stop_reason ? w->stop_reason : "drained");
+void pool_worker_drained(Pool *p, Worker *w) {
+        if (w->state == WORKER_DRAINING && inflight(p, w) == 0)
+                pool_stop_worker(p, w, w->stop_reason ? w->stop_reason : "drained");
 }
 
 /* Describes the death into buf; true when the kernel's OOM killer did it. */
-static bool describe_death(Manager *m, Worker *w, const siginfo_t *si, char *buf, size_t size) {
+static bool describe_death(Pool *p, Worker *w, const siginfo_t *si, char *buf, size_t size) {
         uint64_t oom = 0;
 
-        if (m->backend->vtable->oom_kills(m->backend, w, &oom) >= 0 && oom > w->oom_kills_at_start) {
+        if (p->backend->vtable->oom_kills(p->backend, w, &oom) >= 0 && oom > w->place.oom_kills_at_start) {
                 snprintf(buf, size, "killed by the kernel OOM killer (memory.events oom_kill=%llu, signal %s)",
                          (unsigned long long) oom, strna(sigabbrev_np(si->si_status)));
                 return true;
@@ -782,7 +736,7 @@ static bool killed_from_outside(const siginfo_t *si, bool oom) {
 /* A death we did not ask for, before the worker became routable or within the stable period after, is a
  * failed spawn: a crash loop. One we asked for, one already counted (exec failed, spawn timeout), or, once
  * routable, a kill from outside, is not: five kill -9 of fresh workers must not stop the pool spawning. */
-static void count_early_death(Manager *m, Worker *w, const siginfo_t *si, bool oom, const char *cause,
+static void count_early_death(Pool *p, Worker *w, const siginfo_t *si, bool oom, const char *cause,
                               bool expected) {
         char what[384], up[32], period[32];
         usec_t lived;
@@ -791,32 +745,32 @@ static void count_early_death(Manager *m, Worker *w, const siginfo_t *si, bool o
                 return;
         if (w->routable_at == 0) {
                 snprintf(what, sizeof what, "%.250s before it became routable", cause);
-                spawn_failed(m, w, what);
+                spawn_failed(p, w, what);
                 return;
         }
         if (killed_from_outside(si, oom))
                 return;
         lived = now_usec(CLOCK_MONOTONIC) - w->routable_at;
-        if (lived >= stable_period(m))
+        if (lived >= stable_period(p))
                 return;
         format_timespan(up, sizeof up, lived);
-        format_timespan(period, sizeof period, stable_period(m));
+        format_timespan(period, sizeof period, stable_period(p));
         snprintf(what, sizeof what, "%.250s %s after it became routable (a worker must stay up %s)", cause, up,
                  period);
-        spawn_failed(m, w, what);
+        spawn_failed(p, w, what);
 }
 
 static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
         Worker *w = userdata;
-        Manager *m = w->manager;
-        bool expected = w->state == WORKER_STOPPING || m->stopping;
+        Pool *p = w->pool;
+        bool expected = w->state == WORKER_STOPPING || p->stopping;
         char cause[256], why[160] = "";
         bool oom;
 
         /* the pidfd and the exec-error pipe race: an exec failure must be read before the death */
-        check_exec_error(m, w);
-        oom = describe_death(m, w, si, cause, sizeof cause);
-        m->deaths++;
+        check_exec_error(p, w);
+        oom = describe_death(p, w, si, cause, sizeof cause);
+        p->deaths++;
         if (w->exec_failed)
                 snprintf(why, sizeof why, " (its command could not be executed)");
         else if (w->stop_reason)
@@ -824,14 +778,14 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
         log_struct(expected ? LOG_INFO : LOG_WARNING,
                    LOG_FIELDS(.message_id = MESSAGE_ID_DEATH, .event = "death", .worker = (int) w->id),
                    "Worker %s (pid %d) %s%s", WORKER_NAME(w), (int) w->pid, cause, why);
-        count_early_death(m, w, si, oom, cause, expected);
-        worker_dead(m, w);
+        count_early_death(p, w, si, oom, cause, expected);
+        worker_dead(p, w);
         return 0;
 }
 
-static void worker_dead(Manager *m, Worker *w) {
+static void worker_dead(Pool *p, Worker *w) {
         if (w->routable_at > 0)
-                m->pool_changed_at = now_usec(CLOCK_MONOTONIC);
+                p->changed_at = now_usec(CLOCK_MONOTONIC);
         set_state(w, WORKER_DEAD);
         w->child_source = sd_event_source_disable_unref(w->child_source);
         w->timer = sd_event_source_disable_unref(w->timer);
@@ -840,17 +794,86 @@ static void worker_dead(Manager *m, Worker *w) {
         w->channel = channel_free(w->channel);
         if (w->socket_path)
                 (void) unlink(w->socket_path);
-        m->backend->vtable->release(m->backend, w);
-        if (m->on_worker_gone)
-                m->on_worker_gone(m, w);
-        manager_remove_worker(m, w);
+        p->backend->vtable->release(p->backend, w);
+        if (p->hooks->worker_gone)
+                p->hooks->worker_gone(w, p->userdata);
+        pool_remove_worker(p, w);
         worker_free(w);
 
-        if (m->stopping) {
-                if (m->n_workers == 0)
-                        (void) sd_event_exit(m->event, m->exit_code);
+        if (p->stopping) {
+                if (p->n_workers == 0 && p->hooks->stopped)
+                        p->hooks->stopped(p, p->userdata);
                 return;
         }
-        manager_check_capacity(m);
-        manager_write_status(m);
+        if (p->hooks->changed)
+                p->hooks->changed(p, p->userdata);
+}
+
+void pool_stop(Pool *p, const char *why) {
+        if (p->stopping)
+                return;
+        p->stopping = true;
+        if (p->n_workers == 0) {
+                if (p->hooks->stopped)
+                        p->hooks->stopped(p, p->userdata);
+                return;
+        }
+        for (size_t i = p->n_workers; i > 0; i--)
+                pool_stop_worker(p, p->workers[i - 1], why);
+}
+
+/* ---- the pool's own parts ---- */
+
+static void on_spawn_retry(void *userdata) {
+        Pool *p = userdata;
+
+        if (p->hooks->changed)
+                p->hooks->changed(p, p->userdata);
+}
+
+int pool_init(Pool *p, sd_event *event, const Config *config, const char *group, const char *runtime_dir,
+              const PoolHooks *hooks, void *userdata) {
+        int r;
+
+        *p = (Pool) {
+                .event = event,
+                .config = config,
+                .group = group,
+                .runtime_dir = runtime_dir,
+                .next_worker_id = 1,
+                .hooks = hooks,
+                .userdata = userdata,
+        };
+        spawn_throttle_init(&p->throttle, event, on_spawn_retry, p);
+        r = backend_new(config->backend, event, config, group, pool_attach_done, &p->backend);
+        if (r < 0)
+                return r;
+        p->next_worker_id = MAX(p->next_worker_id, p->backend->first_worker_id);
+        r = sock_diag_new(&p->sock_diag);
+        if (r < 0)
+                log_warning_errno(r, "NETLINK_SOCK_DIAG unavailable (%m): workers become routable on their Hello "
+                                     "without the accept probe");
+        return 0;
+}
+
+void pool_done(Pool *p) {
+        /* workers still alive here means the loop ended early: never leave them behind */
+        for (size_t i = 0; i < p->n_workers; i++) {
+                Worker *w = p->workers[i];
+
+                (void) worker_signal(w, SIGKILL);
+                if (w->pidfd >= 0)
+                        (void) waitid(P_PIDFD, (id_t) w->pidfd, NULL, WEXITED);
+                if (w->socket_path)
+                        (void) unlink(w->socket_path);
+                if (p->backend)
+                        p->backend->vtable->release(p->backend, w);
+                worker_free(w);
+        }
+        p->workers = mfree(p->workers);
+        p->n_workers = 0;
+        p->reception = NULL;
+        spawn_throttle_done(&p->throttle);
+        p->backend = backend_free(p->backend);
+        p->sock_diag = sock_diag_free(p->sock_diag);
 }

@@ -2,30 +2,110 @@
 #pragma once
 
 /* The worker lifecycle of the group: spawn (socket, channel, placement, clone3), Hello and the accept
- * probe that make a worker routable, reports into its window, retirement, stop and death. */
+ * probe that make a worker routable, reports handed over as rows, retirement, stop and death. The pool
+ * keeps the group's workers (ordered by id) and its reception.
+ *
+ * The pool decides nothing about capacity and calls nothing above it: what happens to a worker is told
+ * upwards through PoolHooks, which the manager wires to the capacity shell, the services and the front
+ * end; actions come back down as calls (pool_spawn, pool_retire_worker, pool_stop). */
 
-#include "manager.h"
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
 
-/* Whether the spawn throttle lets a spawn happen now: 0, -EAGAIN when it defers (a retry is scheduled
- * for when the back-off ends), -ECANCELED once it gave up. */
-int pool_spawn_throttle(Manager *m);
+#include "backend.h"
+#include "config.h"
+#include "frame.h"
+#include "sockdiag.h"
+#include "spawn-throttle.h"
+#include "window.h"
+#include "worker.h"
+
+typedef struct PoolHooks {
+        /* w became routable (the pool's own bookkeeping done, the reception set). */
+        void (*worker_routable)(Worker *w, void *userdata);
+        /* w is retiring: it takes no new requests. */
+        void (*worker_draining)(Worker *w, void *userdata);
+        /* w died; called before it leaves the pool and is freed. */
+        void (*worker_gone)(Worker *w, void *userdata);
+        /* A report of w arrived: the row, as the report said it (the commander's own measures absent). */
+        void (*report)(Worker *w, const Row *row, void *userdata);
+        /* A move answer (Package, InstallResult) from w's channel. */
+        void (*move_frame)(Worker *w, const Frame *f, void *userdata);
+        /* Capacity should be checked again: a worker left, or a spawn back-off ended. */
+        void (*changed)(Pool *p, void *userdata);
+        /* Requests open on w (the front end's count; 0 without one). */
+        unsigned (*inflight)(const Worker *w, void *userdata);
+        /* The pool was stopping and its last worker is gone. */
+        void (*stopped)(Pool *p, void *userdata);
+} PoolHooks;
+
+typedef struct Pool {
+        sd_event *event;
+        const Config *config;
+        const char *group;
+        const char *runtime_dir;
+        Backend *backend;
+        SockDiag *sock_diag;    /* NULL: no accept probe, routable on Hello */
+
+        Worker **workers;       /* ordered by id */
+        size_t n_workers;
+        unsigned next_worker_id;
+        Worker *reception;      /* the first routable worker */
+
+        /* Bumped on every change the policies can see (a state, the membership, the reception, a channel,
+         * a worker's staleness horizon): what a summary of the pool was built at tells whether it still
+         * holds. */
+        uint64_t generation;
+        usec_t changed_at;      /* a worker became routable or left: the survivors' windows are settling */
+
+        SpawnThrottle throttle;
+        bool stopping;
+        bool warned_fork;       /* said once that clone3 is missing */
+        uint64_t reports_received, spawns, deaths;
+
+        const PoolHooks *hooks;
+        void *userdata;
+} Pool;
+
+/* Sets up the pool's own parts: the placement backend (logged choice) and sock_diag. 0 or -errno
+ * (logged). */
+int pool_init(Pool *p, sd_event *event, const Config *config, const char *group, const char *runtime_dir,
+              const PoolHooks *hooks, void *userdata);
+/* Kills what is still alive (synchronously: nothing must be left behind), releases every place. */
+void pool_done(Pool *p);
+
+/* Finds a worker by id; NULL when none. */
+Worker *pool_get_worker(Pool *p, unsigned id);
+/* Keeps p->workers ordered by id. 0 or -ENOMEM. */
+int pool_add_worker(Pool *p, Worker *w);
+void pool_remove_worker(Pool *p, Worker *w);
+/* The reception is the group's first routable worker; called when the current one leaves. */
+void pool_pick_reception(Pool *p);
+/* Routable workers (what READY=1 waits for). */
+unsigned pool_routable(const Pool *p);
 
 /* Starts one worker. 0, -EAGAIN when the spawn throttle defers it (a retry is scheduled),
  * -ECANCELED once the throttle gave up, -errno on failure (logged). */
-int pool_spawn(Manager *m, const char *reason);
+int pool_spawn(Pool *p, const char *reason);
 
 /* The backend placed the worker (error 0) or could not; releases the parked child or kills it. */
 void pool_attach_done(Worker *w, int error);
 
+/* Asks a worker to leave: DRAINING (no new requests, Drain frame), then STOPPING once its in-flight
+ * requests end or drain_timeout passes. */
+void pool_retire_worker(Pool *p, Worker *w, const char *why);
+/* A draining worker's last open request ended: it stops now. */
+void pool_worker_drained(Pool *p, Worker *w);
+
 /* SIGTERM through the pidfd now, SIGKILL after stop_timeout. */
-void pool_stop_worker(Manager *m, Worker *w, const char *why);
+void pool_stop_worker(Pool *p, Worker *w, const char *why);
+/* Stops every worker; the stopped hook follows once the last is gone (at once when there is none). */
+void pool_stop(Pool *p, const char *why);
 
 /* One decoded frame from w's channel: the dispatch of the commander-bound messages (Hello, reports,
- * move answers, Goodbye). Exposed for the report-cost benchmark. */
+ * move answers, Goodbye). Exposed for tests and the report-cost benchmark. */
 void pool_handle_frame(Worker *w, const Frame *f);
 
-/* Freshness of w's readings at now (and since when it is not fresh). */
-Freshness pool_worker_freshness(const Manager *m, const Worker *w, usec_t now, usec_t *ret_since);
-
-/* Staleness horizon: stale_after intervals of the slower of the configured and the sensor's interval. */
-usec_t pool_stale_horizon(const Manager *m, const Worker *w);
+/* What freshness is judged by besides the window (evaluator_freshness()): w's channel, age, horizon. */
+void pool_freshness_input(const Pool *p, const Worker *w, FreshnessInput *ret);

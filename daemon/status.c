@@ -17,7 +17,7 @@
 #include "cleanup.h"
 #include "log.h"
 #include "macro.h"
-#include "pool.h"
+#include "capacity.h"
 
 static void json_string(FILE *f, const char *s) {
         fputc('"', f);
@@ -57,32 +57,33 @@ static void write_hold(FILE *f, const char *name, const Hold *h, usec_t now) {
 
 static void write_worker(FILE *f, const Manager *m, const Worker *w, usec_t now) {
         const Row *last = window_latest(&w->window);
+        const Occupancy *o = &w->reading.occupancy;
         usec_t since;
-        Freshness fr = pool_worker_freshness(m, w, now, &since);
+        Freshness fr = capacity_freshness(&m->capacity, w, now, &since);
 
         fprintf(f, "{\"id\":%u,\"name\":\"w%u\",\"state\":\"%s\",\"reception\":%s,\"pid\":%d,", w->id, w->id,
-                worker_state_to_string(w->state), w == m->reception ? "true" : "false", (int) w->pid);
-        fprintf(f, "\"occupancy\":%.4f,\"bottleneck\":", w->occupancy.value);
-        if (w->occupancy.bottleneck >= 0)
-                fprintf(f, "\"%s\"", component_to_string(w->occupancy.bottleneck));
+                worker_state_to_string(w->state), w == m->pool.reception ? "true" : "false", (int) w->pid);
+        fprintf(f, "\"occupancy\":%.4f,\"bottleneck\":", o->value);
+        if (o->bottleneck >= 0)
+                fprintf(f, "\"%s\"", component_to_string(o->bottleneck));
         else
                 fputs("null", f);
         fputs(",\"components\":{", f);
         for (Component c = 0; c < _COMPONENT_MAX; c++) {
                 fprintf(f, "%s\"%s\":", c > 0 ? "," : "", component_to_string(c));
-                json_number_or_null(f, w->occupancy.has[c], w->occupancy.component[c]);
+                json_number_or_null(f, o->has[c], o->component[c]);
         }
         fprintf(f, "},\"freshness\":\"%s\",", freshness_to_string(fr));
         if (fr != FRESHNESS_FRESH && fr != FRESHNESS_NEW)
                 fprintf(f, "\"not_fresh_for_ms\":%llu,", (unsigned long long) ((now - since) / USEC_PER_MSEC));
-        if (w->missing_mask)
-                fprintf(f, "\"missing\":\"%s\",", w->missing_names);
+        if (w->reading.missing_mask)
+                fprintf(f, "\"missing\":\"%s\",", w->reading.missing_names);
         if (w->channel_close_reason && !channel_is_open(w->channel)) {
                 fputs("\"channel_closed\":", f);
                 json_string(f, w->channel_close_reason);
                 fputc(',', f);
         }
-        fprintf(f, "\"rows\":%u,\"users\":%u,\"inflight\":%u,", w->window.count, manager_worker_users(m, w), w->inflight);
+        fprintf(f, "\"rows\":%u,\"users\":%u,\"inflight\":%u,", w->window.count, capacity_worker_users(&m->capacity, w), w->inflight);
         if (last) {
                 fprintf(f, "\"last_report_ms_ago\":%llu,\"cpu\":", (unsigned long long) ((now - last->received) / USEC_PER_MSEC));
                 json_number_or_null(f, last->has_cpu, last->cpu);
@@ -95,13 +96,13 @@ static void write_worker(FILE *f, const Manager *m, const Worker *w, usec_t now)
         }
         fputs("\"socket\":", f);
         json_string(f, w->socket_path);
-        if (w->cgroup_path) {
+        if (w->place.cgroup_path) {
                 fputs(",\"cgroup\":", f);
-                json_string(f, w->cgroup_path);
+                json_string(f, w->place.cgroup_path);
         }
-        if (w->unit) {
+        if (w->place.unit) {
                 fputs(",\"unit\":", f);
-                json_string(f, w->unit);
+                json_string(f, w->place.unit);
         }
         fputc('}', f);
 }
@@ -111,29 +112,29 @@ int status_write(Manager *m, FILE *f) {
         PolicyInput in;
         Ledger l;
 
-        manager_policy_input(m, &in);
-        policy_ledger(&in, &m->policy, &l);
+        capacity_policy_input(&m->capacity, &in);
+        policy_ledger(&in, &m->capacity.policy, &l);
         fputs("{\"group\":", f);
         json_string(f, m->group);
         fprintf(f, ",\"backend\":\"%s\",\"stopping\":%s,\"workers\":[",
-                backend_kind_to_string(m->backend->vtable->kind), m->stopping ? "true" : "false");
-        for (size_t i = 0; i < m->n_workers; i++) {
+                backend_kind_to_string(m->pool.backend->vtable->kind), m->pool.stopping ? "true" : "false");
+        for (size_t i = 0; i < m->pool.n_workers; i++) {
                 if (i > 0)
                         fputc(',', f);
-                write_worker(f, m, m->workers[i], now);
+                write_worker(f, m, m->pool.workers[i], now);
         }
         fprintf(f, "],\"ledger\":{\"n\":%u,\"capacity\":%.4f,\"occupied\":%.4f,\"headroom\":%.4f,\"threshold\":%.4f},",
                 l.n, l.capacity, l.occupied, l.headroom, l.threshold);
         fputs("\"holds\":{", f);
-        write_hold(f, "scale_up", &m->scale_up_hold, now);
+        write_hold(f, "scale_up", &m->capacity.scale_up_hold, now);
         fputc(',', f);
-        write_hold(f, "compaction", &m->compaction_hold, now);
-        fprintf(f, "},\"spawn\":{\"failures\":%u,\"given_up\":%s,\"last_error\":", m->spawn_failures,
-                m->spawn_given_up ? "true" : "false");
-        json_string(f, m->last_spawn_error);
+        write_hold(f, "compaction", &m->capacity.compaction_hold, now);
+        fprintf(f, "},\"spawn\":{\"failures\":%u,\"given_up\":%s,\"last_error\":", m->pool.throttle.failures,
+                m->pool.throttle.given_up ? "true" : "false");
+        json_string(f, m->pool.throttle.last_error);
         fprintf(f, "},\"counters\":{\"reports\":%llu,\"spawns\":%llu,\"deaths\":%llu}}\n",
-                (unsigned long long) m->reports_received, (unsigned long long) m->spawns,
-                (unsigned long long) m->deaths);
+                (unsigned long long) m->pool.reports_received, (unsigned long long) m->pool.spawns,
+                (unsigned long long) m->pool.deaths);
         return ferror(f) ? -EIO : 0;
 }
 

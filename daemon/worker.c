@@ -23,14 +23,14 @@ const char *worker_state_to_string(WorkerState s) {
         return s >= 0 && s < _WORKER_STATE_MAX ? table[s] : NULL;
 }
 
-int worker_new(Manager *m, unsigned id, Worker **ret) {
+int worker_new(Pool *p, unsigned id, Worker **ret) {
         Worker *w;
 
         w = calloc(1, sizeof *w);
         if (!w)
                 return -ENOMEM;
         *w = (Worker) {
-                .manager = m,
+                .pool = p,
                 .id = id,
                 .state = WORKER_STARTING,
                 .pidfd = -EBADF,
@@ -38,11 +38,9 @@ int worker_new(Manager *m, unsigned id, Worker **ret) {
                 .exec_error_fd = -EBADF,
                 .listen_fd = -EBADF,
                 .probe_fd = -EBADF,
-                .cgroup_fd = -EBADF,
-                .freshness = FRESHNESS_NEW,
-                /* no report evaluated yet: no bottleneck (0 would name memory) */
-                .occupancy = { .bottleneck = _COMPONENT_INVALID },
+                .place = { .cgroup_fd = -EBADF },
         };
+        evaluator_reading_init(&w->reading);
         *ret = w;
         return 0;
 }
@@ -55,21 +53,17 @@ Worker *worker_free(Worker *w) {
         w->timer = sd_event_source_disable_unref(w->timer);
         w->stable_timer = sd_event_source_disable_unref(w->stable_timer);
         w->probe_timer = sd_event_source_disable_unref(w->probe_timer);
-        w->job_slot = sd_bus_slot_unref(w->job_slot);
         w->channel = channel_free(w->channel);
         safe_close(w->pidfd);
         safe_close(w->release_fd);
         safe_close(w->exec_error_fd);
         safe_close(w->listen_fd);
         safe_close(w->probe_fd);
-        safe_close(w->cgroup_fd);
         window_done(&w->window);
         free(w->socket_path);
         free(w->channel_close_reason);
         free(w->stop_reason);
-        free(w->cgroup_path);
-        free(w->unit);
-        free(w->job);
+        backend_place_done(&w->place);
         free(w->sensor_version);
         free(w);
         return NULL;
@@ -86,6 +80,11 @@ bool worker_is_alive(const Worker *w) {
 
 bool worker_is_routable(const Worker *w) {
         return w->state == WORKER_ROUTABLE;
+}
+
+bool worker_in_policy(const Worker *w) {
+        return w->state == WORKER_STARTING || w->state == WORKER_PROBING || w->state == WORKER_ROUTABLE ||
+               w->state == WORKER_DRAINING;
 }
 
 int worker_signal(Worker *w, int sig) {

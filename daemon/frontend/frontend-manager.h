@@ -9,6 +9,7 @@
 #include <systemd/sd-event.h>
 
 #include "cookie.h"
+#include "frontend-port.h"
 #include "frontend.h"
 #include "manager.h"
 #include "surface.h"
@@ -86,8 +87,8 @@ Frontend *frontend_free(Frontend *fe);
  * last connection closed or shutdown_timeout passed (then the rest are closed). */
 void frontend_begin_shutdown(Frontend *fe, void (*on_drained)(Frontend *fe));
 
-/* Fills the commander-side measures of a report row for worker w. */
-void frontend_fill_row(Frontend *fe, const Worker *w, Row *row);
+/* What the front end measured of worker w. */
+void frontend_worker_traffic(Frontend *fe, const Worker *w, WorkerTraffic *ret);
 
 /* A client-caused error worth a line, rate-limited across the front end. */
 void frontend_log_client_error(Frontend *fe, const char *format, ...) __attribute__((format(printf, 2, 3)));

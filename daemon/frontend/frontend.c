@@ -467,17 +467,16 @@ static void on_move_frame(Manager *m, Worker *w, const Frame *f) {
         move_on_frame(frontend_of(m), w, f);
 }
 
-void frontend_fill_row(Frontend *fe, const Worker *w, Row *row) {
+void frontend_worker_traffic(Frontend *fe, const Worker *w, WorkerTraffic *ret) {
         const ForwardCounters *c = w->forward ? forward_pool_counters(w->forward) : NULL;
 
-        row->has_inflight = true;
-        row->inflight = surface_worker_open(&fe->surface, w->id);
+        *ret = (WorkerTraffic) { .inflight = surface_worker_open(&fe->surface, w->id) };
         if (!c)
                 return;
-        row->has_forward = true;
-        row->fwd_requests = c->requests;
-        row->fwd_errors = c->errors;
-        row->fwd_busy_usec = c->busy_usec;
+        ret->has_forward = true;
+        ret->requests = c->requests;
+        ret->errors = c->errors;
+        ret->busy_usec = c->busy_usec;
 }
 
 /* ---- lifecycle ---- */
@@ -596,8 +595,9 @@ Frontend *frontend_free(Frontend *fe) {
         close_listeners(fe);
         move_free_all(fe);
         if (fe->manager) {
-                for (size_t i = 0; i < fe->manager->n_workers; i++)
-                        fe->manager->workers[i]->forward = forward_pool_free(fe->manager->workers[i]->forward);
+                for (size_t i = 0; i < fe->manager->pool.n_workers; i++)
+                        fe->manager->pool.workers[i]->forward =
+                                forward_pool_free(fe->manager->pool.workers[i]->forward);
                 if (fe->manager->frontend == fe)
                         fe->manager->frontend = NULL;
         }

@@ -160,26 +160,26 @@ static unsigned place(Frontend *fe, unsigned current, bool *ret_over) {
         ssize_t i;
         int r;
 
-        manager_policy_input(fe->manager, &in);
+        capacity_policy_input(&fe->manager->capacity, &in);
         i = policy_index(&in, current);
-        if (i < 0 && fe->manager->reception)
-                i = policy_index(&in, fe->manager->reception->id);
+        if (i < 0 && fe->manager->pool.reception)
+                i = policy_index(&in, fe->manager->pool.reception->id);
         if (i < 0)
                 return 0;
-        r = policy_place(&in, &fe->manager->policy, (size_t) i, ret_over);
+        r = policy_place(&in, &fe->manager->capacity.policy, (size_t) i, ret_over);
         if (r < 0)
                 return 0;
         return in.workers[r].id;
 }
 
 static void sync_worker_open(Frontend *fe, unsigned worker) {
-        Worker *w = manager_get_worker(fe->manager, worker);
+        Worker *w = pool_get_worker(&fe->manager->pool, worker);
 
         if (!w)
                 return;
         w->inflight = surface_worker_open(&fe->surface, worker);
         if (w->inflight == 0 && w->state == WORKER_DRAINING)
-                manager_worker_drained(fe->manager, w);
+                pool_worker_drained(&fe->manager->pool, w);
 }
 
 /* A valid cookie whose user the surface does not know (its worker died, or we restarted): place it
@@ -332,14 +332,14 @@ static void dispatch(Frontend *fe, Exchange *x) {
                         return;
                 }
                 if (u) {
-                        w = manager_get_worker(m, u->worker);
+                        w = pool_get_worker(&m->pool, u->worker);
                         if (!w || !worker_is_routable(w) || !w->forward) {
                                 surface_user_forget(&fe->surface, u);
                                 u = replace_user(fe, x, x->user, "its worker is not routable any more");
                         }
                 }
         }
-        w = u ? manager_get_worker(m, u->worker) : m->reception;
+        w = u ? pool_get_worker(&m->pool, u->worker) : m->pool.reception;
         if (!w || !worker_is_routable(w) || !w->forward) {
                 fail_early(fe, x, 503, 1, "no routable worker");
                 return;
@@ -592,15 +592,15 @@ static int login(Frontend *fe, Exchange *x, const char *name) {
         }
 
         to = place(fe, x->worker, &over);
-        Worker *w = manager_get_worker(fe->manager, x->worker);
+        Worker *w = pool_get_worker(&fe->manager->pool, x->worker);
         log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_PLACE, .event = "place", .worker = (int) x->worker,
-                                        .user = name, .has_occupancy = w != NULL, .occupancy = w ? w->occupancy.value : 0),
+                                        .user = name, .has_occupancy = w != NULL, .occupancy = w ? w->reading.occupancy.value : 0),
                    "User %s logged in on w%u%s%s", name, x->worker,
                    to != 0 && to != x->worker ? "; placement passes it to " : " and stays there",
-                   to != 0 && to != x->worker ? WORKER_NAME(manager_get_worker(fe->manager, to)) : "");
+                   to != 0 && to != x->worker ? WORKER_NAME(pool_get_worker(&fe->manager->pool, to)) : "");
         if (over)
                 log_warning("Every worker is over admission_threshold=%.2f: user %s goes to the last one until "
-                            "scale-up adds room", fe->manager->policy.admission_threshold, name);
+                            "scale-up adds room", fe->manager->capacity.policy.admission_threshold, name);
         if (to != 0 && to != x->worker) {
                 r = move_start(fe, u, to, "the reception is over its keep threshold");
                 if (r == -EOPNOTSUPP)

@@ -39,25 +39,38 @@ Manager *fixture_manager_new(void) {
         fixture_now = FIXTURE_T0;
         for (size_t i = 0; i < PEERS_MAX; i++)
                 peers[i] = -EBADF;
+        CapacitySources sources;
+
         assert_int_equal(config_init_defaults(&m->config), 0);
-        manager_setup_parameters(m);
         assert_true(sd_event_new(&m->event) >= 0);
         m->group = strdup("test");
         assert_non_null(m->group);
-        m->next_worker_id = 1;
-
-        m->backend = calloc(1, sizeof *m->backend);
-        assert_non_null(m->backend);
-        m->backend->vtable = &backend_none_vtable;
-        m->backend->root_fd = -EBADF;
 
         strcpy(runtime_dir + strlen(runtime_dir) - 6, "XXXXXX");
         assert_non_null(mkdtemp(runtime_dir));
         m->runtime_dir = strdup(runtime_dir);
         assert_true(asprintf(&m->status_path, "%s/status.json", runtime_dir) > 0);
 
+        /* the pool as pool_init() makes it, with the none backend and without sock_diag */
+        m->pool = (Pool) {
+                .event = m->event,
+                .config = &m->config,
+                .group = m->group,
+                .runtime_dir = m->runtime_dir,
+                .next_worker_id = 1,
+                .hooks = &manager_pool_hooks,
+                .userdata = m,
+        };
+        spawn_throttle_init(&m->pool.throttle, m->event, NULL, NULL);
+        m->pool.backend = calloc(1, sizeof *m->pool.backend);
+        assert_non_null(m->pool.backend);
+        m->pool.backend->vtable = &backend_none_vtable;
+        m->pool.backend->root_fd = -EBADF;
+        manager_capacity_sources(m, &sources);
+        capacity_init(&m->capacity, &m->pool, &m->config, &sources);
+
         /* a wanted spawn is decided and journaled as refused, never started */
-        m->spawn_given_up = true;
+        m->pool.throttle.given_up = true;
         /* decisions journal at info and warning: not what these tests read */
         log_set_max_level(LOG_ERR);
         return m;
@@ -88,8 +101,8 @@ Worker *fixture_add_worker(Manager *m, WorkerState state) {
         Worker *w;
         int sv[2];
 
-        assert_true(m->next_worker_id < PEERS_MAX);
-        assert_int_equal(worker_new(m, m->next_worker_id++, &w), 0);
+        assert_true(m->pool.next_worker_id < PEERS_MAX);
+        assert_int_equal(worker_new(&m->pool, m->pool.next_worker_id++, &w), 0);
         assert_int_equal(window_init(&w->window, m->config.window_rows), 0);
         assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
         assert_int_equal(channel_new(m->event, sv[0], 0, &callbacks, w, &w->channel), 0);
@@ -98,11 +111,10 @@ Worker *fixture_add_worker(Manager *m, WorkerState state) {
         w->spawned_at = fixture_now;
         if (state == WORKER_ROUTABLE || state == WORKER_DRAINING) {
                 w->hello_at = w->routable_at = fixture_now;
-                if (!m->reception && state == WORKER_ROUTABLE)
-                        m->reception = w;
+                if (!m->pool.reception && state == WORKER_ROUTABLE)
+                        m->pool.reception = w;
         }
-        w->reception = m->reception == w;
-        assert_int_equal(manager_add_worker(m, w), 0);
+        assert_int_equal(pool_add_worker(&m->pool, w), 0);
         return w;
 }
 
@@ -125,7 +137,7 @@ void fixture_set_users(Manager *m, Worker *w, unsigned n) {
                 snprintf(name, sizeof name, "w%u-%u", w->id, k);
                 assert_int_equal(surface_user_place(&m->frontend->surface, name, w->id, fixture_now, NULL), 0);
         }
-        m->summary.valid = false;
+        m->capacity.summary_valid = false;
 }
 
 void fixture_report(Worker *w, FixtureReading r) {
@@ -166,7 +178,7 @@ void fixture_close_channel(Worker *w) {
         w->channel_closed_at = fixture_now;
         free(w->channel_close_reason);
         w->channel_close_reason = strdup("undecodable frame (not an elastic_pool.Frame)");
-        w->manager->summary.valid = false;
+        w->pool->generation++;
         peers[w->id] = safe_close(peers[w->id]);
 }
 

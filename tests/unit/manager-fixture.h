@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "capacity.h"
 #include "manager.h"
 #include "pool.h"
 

@@ -36,34 +36,29 @@ static int teardown(void **state) {
         return 0;
 }
 
-static bool in_policy(const Worker *w) {
-        return w->state == WORKER_STARTING || w->state == WORKER_PROBING || w->state == WORKER_ROUTABLE ||
-               w->state == WORKER_DRAINING;
-}
+/* ---- the reference: the summary as policy.h defines it, from scratch ---- */
 
-/* ---- the reference: the summary as manager.h defines it, from scratch ---- */
+static PolicySummary reference_summary(void) {
+        PolicySummary s = {};
 
-static PoolSummary reference_summary(void) {
-        PoolSummary s = { .valid = true };
-
-        for (size_t i = 0; i < m->n_workers; i++) {
-                const Worker *w = m->workers[i];
+        for (size_t i = 0; i < m->pool.n_workers; i++) {
+                const Worker *w = m->pool.workers[i];
                 bool routable = w->state == WORKER_ROUTABLE || w->state == WORKER_DRAINING;
                 usec_t since;
                 Freshness f;
 
-                if (!in_policy(w))
+                if (!worker_in_policy(w))
                         continue;
-                f = pool_worker_freshness(m, w, fixture_now, &since);
+                f = capacity_freshness(&m->capacity, w, fixture_now, &since);
                 s.n_policy++;
                 s.n_in_flight += w->state == WORKER_STARTING || w->state == WORKER_PROBING;
                 s.n_retiring += w->state == WORKER_DRAINING;
                 s.n_active += w->state == WORKER_ROUTABLE;
-                s.n_room += w->state == WORKER_ROUTABLE && w != m->reception &&
+                s.n_room += w->state == WORKER_ROUTABLE && w != m->pool.reception &&
                             (f == FRESHNESS_FRESH || f == FRESHNESS_NEW) &&
-                            w->occupancy.value < m->policy.admission_threshold;
+                            w->reading.occupancy.value < m->capacity.policy.admission_threshold;
                 s.n_not_fresh += routable && f != FRESHNESS_FRESH;
-                s.occupied += routable ? w->occupancy.value : 0.0;
+                s.occupied += routable ? w->reading.occupancy.value : 0.0;
         }
         return s;
 }
@@ -71,11 +66,12 @@ static PoolSummary reference_summary(void) {
 /* The summary the next check would use as it is (valid and not due for a rebuild) differs from the
  * reference: describes how into buf and returns false. */
 static bool summary_agrees(char *buf, size_t size) {
-        const PoolSummary *s = &m->summary;
-        PoolSummary r;
+        const PolicySummary *s = &m->capacity.summary;
+        PolicySummary r;
 
         buf[0] = 0;
-        if (!s->valid || fixture_now >= s->recheck_at)
+        if (!m->capacity.summary_valid || m->capacity.summary_generation != m->pool.generation ||
+            fixture_now >= m->capacity.recheck_at)
                 return true; /* the next check rebuilds it */
         r = reference_summary();
         if (s->n_policy == r.n_policy && s->n_in_flight == r.n_in_flight && s->n_retiring == r.n_retiring &&
@@ -88,14 +84,14 @@ static bool summary_agrees(char *buf, size_t size) {
                  (unsigned long long) (fixture_now / USEC_PER_SEC), s->n_policy, s->n_in_flight, s->n_retiring,
                  s->n_active, s->n_room, s->n_not_fresh, s->occupied, r.n_policy, r.n_in_flight, r.n_retiring,
                  r.n_active, r.n_room, r.n_not_fresh, r.occupied,
-                 s->recheck_at == USEC_INFINITY ? "infinity" : "set");
-        for (size_t i = 0; i < m->n_workers; i++) {
-                const Worker *w = m->workers[i];
+                 m->capacity.recheck_at == USEC_INFINITY ? "infinity" : "set");
+        for (size_t i = 0; i < m->pool.n_workers; i++) {
+                const Worker *w = m->pool.workers[i];
                 const Row *last = window_latest(&w->window);
                 usec_t since;
                 size_t len = strlen(buf);
                 snprintf(buf + len, size - len, "; w%u %s last report %llds ago", w->id,
-                         freshness_to_string(pool_worker_freshness(m, w, fixture_now, &since)),
+                         freshness_to_string(capacity_freshness(&m->capacity, w, fixture_now, &since)),
                          last ? (long long) ((fixture_now - last->received) / USEC_PER_SEC) : -1LL);
         }
         return false;
@@ -107,14 +103,14 @@ static void pure_decisions(DecisionKind *ret_scale_up, DecisionKind *ret_compact
         PolicyInput in;
         Decision d;
 
-        manager_policy_input(m, &in);
-        policy_scale_up(&in, &m->policy, &d);
+        capacity_policy_input(&m->capacity, &in);
+        policy_scale_up(&in, &m->capacity.policy, &d);
         *ret_scale_up = d.kind;
-        policy_compaction(&in, &m->policy, &d);
+        policy_compaction(&in, &m->capacity.policy, &d);
         /* capacity.c: a pool that changed lately settles before it compacts, and a hold on a worker
          * that has not reported yet (NEW) is a wait */
-        if ((d.kind == DECISION_RETIRE || d.kind == DECISION_WAIT_MOVES) && m->pool_changed_at > 0 &&
-            fixture_now - m->pool_changed_at < m->config.occupancy_interval * m->config.smoothing_rows)
+        if ((d.kind == DECISION_RETIRE || d.kind == DECISION_WAIT_MOVES) && m->pool.changed_at > 0 &&
+            fixture_now - m->pool.changed_at < m->config.occupancy_interval * m->config.smoothing_rows)
                 d.kind = DECISION_WAIT;
         if (d.kind == DECISION_HELD)
                 for (size_t i = 0; i < in.n_workers; i++)
@@ -130,12 +126,12 @@ static bool decisions_agree(char *buf, size_t size) {
 
         buf[0] = 0;
         pure_decisions(&up, &down);
-        if (m->last_scale_up == up && (up == DECISION_SPAWN || m->last_compaction == down))
+        if (m->capacity.last_scale_up == up && (up == DECISION_SPAWN || m->capacity.last_compaction == down))
                 return true;
         snprintf(buf, size, "at t=%llus: the manager's last decisions scale-up=%s compaction=%s, the policies "
                  "decide scale-up=%s compaction=%s",
-                 (unsigned long long) (fixture_now / USEC_PER_SEC), decision_kind_to_string(m->last_scale_up),
-                 decision_kind_to_string(m->last_compaction), decision_kind_to_string(up),
+                 (unsigned long long) (fixture_now / USEC_PER_SEC), decision_kind_to_string(m->capacity.last_scale_up),
+                 decision_kind_to_string(m->capacity.last_compaction), decision_kind_to_string(up),
                  decision_kind_to_string(down));
         return false;
 }
@@ -164,7 +160,7 @@ static void test_manager_policy_input_states(void **state) {
         fixture_report(w[6], READING()); /* now missing its cpu */
         fixture_advance(USEC_PER_SEC);
 
-        manager_policy_input(m, &in);
+        capacity_policy_input(&m->capacity, &in);
         /* stopping and dead workers are out of the policies' world */
         assert_int_equal(in.n_workers, 5);
         assert_true(in.now == fixture_now);
@@ -192,12 +188,12 @@ static void test_manager_policy_input_grows(void **state) {
 
         for (unsigned i = 0; i < 100; i++)
                 add_routable(i);
-        manager_policy_input(m, &in);
+        capacity_policy_input(&m->capacity, &in);
         assert_int_equal(in.n_workers, 100);
         assert_int_equal(in.workers[99].users, 99);
         for (unsigned i = 0; i < 100; i++)
                 add_routable(i);
-        manager_policy_input(m, &in);
+        capacity_policy_input(&m->capacity, &in);
         assert_int_equal(in.n_workers, 200);
         assert_int_equal(in.workers[199].id, 200);
 }
@@ -212,10 +208,10 @@ static void steady_three(Worker *w[3], uint32_t users) {
         fixture_report(w[0], READING(.cpu = 0.45));
         fixture_report(w[1], READING(.cpu = 0.5));
         fixture_report(w[2], READING(.cpu = 0.5));
-        assert_int_equal(m->last_scale_up, DECISION_NONE);
-        assert_int_equal(m->last_compaction, DECISION_NONE);
-        assert_false(m->compaction_hold.active);
-        assert_false(m->scale_up_hold.active);
+        assert_int_equal(m->capacity.last_scale_up, DECISION_NONE);
+        assert_int_equal(m->capacity.last_compaction, DECISION_NONE);
+        assert_false(m->capacity.compaction_hold.active);
+        assert_false(m->capacity.scale_up_hold.active);
 }
 
 static void test_manager_check_capacity_steady(void **state) {
@@ -231,9 +227,9 @@ static void test_manager_check_capacity_steady(void **state) {
                         assert_true(decisions_agree(why, sizeof why));
                 }
         }
-        assert_int_equal(m->last_scale_up, DECISION_NONE);
-        assert_int_equal(m->last_compaction, DECISION_NONE);
-        assert_true(m->summary.valid);
+        assert_int_equal(m->capacity.last_scale_up, DECISION_NONE);
+        assert_int_equal(m->capacity.last_compaction, DECISION_NONE);
+        assert_true(m->capacity.summary_valid);
 }
 
 static void test_manager_check_capacity_holds_on_stale(void **state) {
@@ -250,17 +246,17 @@ static void test_manager_check_capacity_holds_on_stale(void **state) {
                 assert_true(decisions_agree(why, sizeof why));
         }
         /* 20 s without a report: compaction is held, and says on what */
-        assert_int_equal(m->last_compaction, DECISION_HELD);
-        assert_true(m->compaction_hold.active);
-        assert_int_equal(m->compaction_hold.kind, DECISION_HELD);
-        assert_int_equal(m->compaction_hold.worker, 3);
-        assert_non_null(strstr(m->compaction_hold.reason, "w3 no report for 20s"));
+        assert_int_equal(m->capacity.last_compaction, DECISION_HELD);
+        assert_true(m->capacity.compaction_hold.active);
+        assert_int_equal(m->capacity.compaction_hold.kind, DECISION_HELD);
+        assert_int_equal(m->capacity.compaction_hold.worker, 3);
+        assert_non_null(strstr(m->capacity.compaction_hold.reason, "w3 no report for 20s"));
         /* w2 still has room: scale-up is not held on w3 */
-        assert_int_equal(m->last_scale_up, DECISION_NONE);
+        assert_int_equal(m->capacity.last_scale_up, DECISION_NONE);
 
         fixture_report(w[2], READING(.cpu = 0.5));
-        assert_int_equal(m->last_compaction, DECISION_NONE);
-        assert_false(m->compaction_hold.active);
+        assert_int_equal(m->capacity.last_compaction, DECISION_NONE);
+        assert_false(m->capacity.compaction_hold.active);
 }
 
 static void test_manager_check_capacity_retires_idle(void **state) {
@@ -276,10 +272,10 @@ static void test_manager_check_capacity_retires_idle(void **state) {
         w[2] = add_routable(0);
         fixture_report(w[0], READING(.cpu = 0.05));
         fixture_report(w[1], READING(.cpu = 0.05));
-        assert_int_equal(m->last_compaction, DECISION_WAIT); /* w3 has not reported: a wait, not a hold */
+        assert_int_equal(m->capacity.last_compaction, DECISION_WAIT); /* w3 has not reported: a wait, not a hold */
         fixture_report(w[2], READING(.cpu = 0.05));
         /* H = 2.1 - 0.15 > 1.5 x 0.8: the least occupied (ties: the newest) goes */
-        assert_int_equal(m->last_compaction, DECISION_RETIRE);
+        assert_int_equal(m->capacity.last_compaction, DECISION_RETIRE);
         assert_int_equal(w[2]->state, WORKER_STOPPING); /* drained at once: nothing in flight */
         assert_string_equal(w[2]->stop_reason, "compaction");
         assert_int_equal(w[0]->state, WORKER_ROUTABLE);
@@ -307,14 +303,14 @@ static void test_manager_check_capacity_no_second_retire_before_death(void **sta
                 w[i] = add_routable(0);
         for (unsigned i = 0; i < ELEMENTSOF(w); i++)
                 fixture_report(w[i], READING(.cpu = 0.05));
-        assert_int_equal(m->last_compaction, DECISION_RETIRE);
+        assert_int_equal(m->capacity.last_compaction, DECISION_RETIRE);
         assert_int_equal(w[3]->state, WORKER_STOPPING); /* still alive: no death yet */
 
         /* H = 0.5 + 2 x 0.8 - 0.15 = 1.95 > 1.2 would retire w3 at once */
         fixture_advance(USEC_PER_SEC);
         fixture_report(w[0], READING(.cpu = 0.05));
-        assert_int_equal(m->last_compaction, DECISION_WAIT);
-        assert_non_null(strstr(m->compaction_hold.reason, "the pool changed"));
+        assert_int_equal(m->capacity.last_compaction, DECISION_WAIT);
+        assert_non_null(strstr(m->capacity.compaction_hold.reason, "the pool changed"));
         assert_int_equal(w[2]->state, WORKER_ROUTABLE);
 }
 
@@ -328,9 +324,9 @@ static void test_manager_check_capacity_waits_for_moves(void **state) {
         fixture_report(w[1], READING(.cpu = 0.30));
         fixture_report(w[2], READING(.cpu = 0.05));
         /* the least occupied has users: they must move first */
-        assert_int_equal(m->last_compaction, DECISION_WAIT_MOVES);
-        assert_true(m->compaction_hold.active);
-        assert_int_equal(m->compaction_hold.worker, 3);
+        assert_int_equal(m->capacity.last_compaction, DECISION_WAIT_MOVES);
+        assert_true(m->capacity.compaction_hold.active);
+        assert_int_equal(m->capacity.compaction_hold.worker, 3);
         assert_int_equal(w[2]->state, WORKER_ROUTABLE);
 }
 
@@ -340,24 +336,24 @@ static void test_manager_check_capacity_settles_after_change(void **state) {
         w[0] = add_routable(0);
         w[1] = add_routable(0);
         w[2] = add_routable(0);
-        m->pool_changed_at = fixture_now; /* a worker just joined */
+        m->pool.changed_at = fixture_now; /* a worker just joined */
         fixture_report(w[0], READING(.cpu = 0.05));
         fixture_report(w[1], READING(.cpu = 0.05));
         fixture_report(w[2], READING(.cpu = 0.05));
-        assert_int_equal(m->last_compaction, DECISION_WAIT);
-        assert_non_null(strstr(m->compaction_hold.reason, "the pool changed"));
+        assert_int_equal(m->capacity.last_compaction, DECISION_WAIT);
+        assert_non_null(strstr(m->capacity.compaction_hold.reason, "the pool changed"));
         assert_int_equal(w[2]->state, WORKER_ROUTABLE);
         /* smoothing_rows x interval later the windows have seen the new pool */
         for (unsigned i = 1; i < m->config.smoothing_rows; i++) {
                 fixture_advance(m->config.occupancy_interval);
                 for (int k = 0; k < 3; k++) {
                         fixture_report(w[k], READING(.cpu = 0.05));
-                        assert_int_equal(m->last_compaction, DECISION_WAIT);
+                        assert_int_equal(m->capacity.last_compaction, DECISION_WAIT);
                 }
         }
         fixture_advance(m->config.occupancy_interval);
         fixture_report(w[0], READING(.cpu = 0.05));
-        assert_int_equal(m->last_compaction, DECISION_RETIRE);
+        assert_int_equal(m->capacity.last_compaction, DECISION_RETIRE);
         assert_int_equal(w[2]->state, WORKER_STOPPING);
 }
 
@@ -375,22 +371,22 @@ static void test_manager_check_capacity_coalesces_in_large_pool(void **state) {
         fixture_report(w[1], READING(.cpu = 0.79)); /* the second row: cpu can go missing now */
         fixture_advance(gap); /* the warm-up's own full checks are behind */
         fixture_report(w[1], READING()); /* cpu missing: the hold comes at once, a full check */
-        assert_int_equal(m->last_compaction, DECISION_HELD);
-        assert_int_equal(m->compaction_hold.worker, 2);
-        assert_null(m->deferred_check);
+        assert_int_equal(m->capacity.last_compaction, DECISION_HELD);
+        assert_int_equal(m->capacity.compaction_hold.worker, 2);
+        assert_null(m->capacity.deferred_check);
 
         fixture_advance(gap / 4);
         fixture_report(w[1], READING(.cpu = 0.79)); /* readable again, inside the gap: deferred */
-        assert_int_equal(m->last_compaction, DECISION_HELD);
-        assert_non_null(m->deferred_check);
+        assert_int_equal(m->capacity.last_compaction, DECISION_HELD);
+        assert_non_null(m->capacity.deferred_check);
         fixture_report(w[2], READING(.cpu = 0.79)); /* one deferred check for any number of reports */
-        assert_non_null(m->deferred_check);
+        assert_non_null(m->capacity.deferred_check);
 
         fixture_advance(gap);
-        manager_check_capacity(m); /* what the deferred check's timer calls */
-        assert_int_equal(m->last_compaction, DECISION_NONE);
-        assert_false(m->compaction_hold.active);
-        assert_null(m->deferred_check);
+        capacity_check(&m->capacity); /* what the deferred check's timer calls */
+        assert_int_equal(m->capacity.last_compaction, DECISION_NONE);
+        assert_false(m->capacity.compaction_hold.active);
+        assert_null(m->capacity.deferred_check);
 }
 
 static void test_manager_check_capacity_refused_spawn(void **state) {
@@ -404,20 +400,20 @@ static void test_manager_check_capacity_refused_spawn(void **state) {
                 fixture_report(w[1], READING(.cpu = 0.95));
                 fixture_report(w[2], READING(.cpu = 0.95));
         }
-        assert_int_equal(m->last_scale_up, DECISION_SPAWN);
-        assert_true(m->scale_up_hold.active);
-        assert_int_equal(m->scale_up_hold.kind, DECISION_REFUSED);
-        assert_non_null(strstr(m->scale_up_hold.reason, "spawning stopped"));
-        assert_int_equal(m->n_workers, 3);
+        assert_int_equal(m->capacity.last_scale_up, DECISION_SPAWN);
+        assert_true(m->capacity.scale_up_hold.active);
+        assert_int_equal(m->capacity.scale_up_hold.kind, DECISION_REFUSED);
+        assert_non_null(strstr(m->capacity.scale_up_hold.reason, "spawning stopped"));
+        assert_int_equal(m->pool.n_workers, 3);
 }
 
 static void test_manager_check_capacity_stopping_does_nothing(void **state) {
         Worker *w = add_routable(0);
 
-        m->stopping = true;
+        m->pool.stopping = true;
         fixture_report(w, READING(.cpu = 0.99));
-        assert_int_equal(m->last_scale_up, DECISION_NONE);
-        assert_false(m->summary.valid); /* not even rebuilt */
+        assert_int_equal(m->capacity.last_scale_up, DECISION_NONE);
+        assert_false(m->capacity.summary_valid); /* not even rebuilt */
 }
 
 /* ---- the fast path never decides differently from the pure policies ---- */
@@ -540,8 +536,8 @@ static void test_manager_summary_recheck_after_missing(void **state) {
          * rebuild this report triggers */
         fixture_advance(20 * USEC_PER_SEC);
         fixture_report(w[0], READING());
-        assert_int_equal(m->last_compaction, DECISION_HELD);
-        assert_true(m->summary.valid);
+        assert_int_equal(m->capacity.last_compaction, DECISION_HELD);
+        assert_true(m->capacity.summary_valid);
         /* everyone reports again, complete */
         fixture_advance(USEC_PER_SEC);
         fixture_report(w[1], READING(.cpu = 0.5));
@@ -549,8 +545,8 @@ static void test_manager_summary_recheck_after_missing(void **state) {
         fixture_report(w[0], READING(.cpu = 0.45));
         fixture_advance(USEC_PER_SEC);
         fixture_report(w[2], READING(.cpu = 0.5));
-        assert_int_equal(m->last_compaction, DECISION_NONE);
-        assert_int_equal(m->last_scale_up, DECISION_NONE);
+        assert_int_equal(m->capacity.last_compaction, DECISION_NONE);
+        assert_int_equal(m->capacity.last_scale_up, DECISION_NONE);
         /* w2 and w3 fall silent; w1 reports 20 s later */
         fixture_advance(20 * USEC_PER_SEC);
         fixture_report(w[0], READING(.cpu = 0.45));
@@ -580,14 +576,14 @@ static void test_manager_summary_hello_shortens_horizon(void **state) {
         fixture_report(w[0], READING(.cpu = 0.45));
         fixture_report(w[1], READING(.cpu = 0.5));
         fixture_report(w[2], READING(.cpu = 0.5));
-        assert_int_equal(m->last_compaction, DECISION_NONE);
+        assert_int_equal(m->capacity.last_compaction, DECISION_NONE);
         /* w2's sensor reconnects at 5 s (horizon 15 s) and then says nothing */
         fixture_advance(10 * USEC_PER_SEC);
         fixture_hello(w[1], 5 * USEC_PER_SEC, EP_PROTOCOL_VERSION);
         fixture_advance(10 * USEC_PER_SEC);
         fixture_report(w[0], READING(.cpu = 0.45));
         usec_t since;
-        assert_int_equal(pool_worker_freshness(m, w[1], fixture_now, &since), FRESHNESS_STALE);
+        assert_int_equal(capacity_freshness(&m->capacity, w[1], fixture_now, &since), FRESHNESS_STALE);
 
         summary_ok = summary_agrees(why_summary, sizeof why_summary);
         decisions_ok = decisions_agree(why_decision, sizeof why_decision);

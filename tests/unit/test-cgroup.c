@@ -268,7 +268,7 @@ static Worker *dead_worker_with_leftovers(unsigned id) {
         snprintf(path, sizeof path, "w%u/cgroup.kill", id);
         put(path, "");
         assert_int_equal(worker_new(NULL, id, &w), 0);
-        assert_true(asprintf(&w->cgroup_path, "/w%u", id) > 0);
+        assert_true(asprintf(&w->place.cgroup_path, "/w%u", id) > 0);
         return w;
 }
 

@@ -542,6 +542,111 @@ static void test_evaluator_rates_invalid(void **state) {
         }
 }
 
+/* ---- freshness: missing is never zero ---- */
+
+#define SEC(x) ((usec_t) (x) * USEC_PER_SEC)
+
+static void test_evaluator_stale_horizon(void **state) {
+        static const struct {
+                usec_t configured, announced;
+                unsigned stale_after;
+                usec_t expect;
+        } cases[] = {
+                { SEC(5), 0, 3, SEC(15) },                         /* nothing announced: the configured */
+                { SEC(5), SEC(10), 3, SEC(30) },                   /* the slower of the two */
+                { SEC(5), SEC(1), 3, SEC(15) },
+                { SEC(5), UINT64_MAX / 3 + 1, 3, SEC(3600) * 3 }, /* an absurd claim is capped at an hour */
+                { UINT64_MAX / 2, 0, 3, USEC_INFINITY },          /* saturates, never wraps short */
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                assert_true(evaluator_stale_horizon(cases[i].configured, cases[i].announced,
+                                                    cases[i].stale_after) == cases[i].expect);
+}
+
+/* Every case of evaluator_freshness(), at its borders: the judgement is a pure function of the window,
+ * the reading, the channel, the horizon and now. */
+static void test_evaluator_freshness(void **state) {
+        static const struct {
+                const char *name;
+                bool channel_open;
+                bool has_row;          /* one row, received at SEC(100) */
+                unsigned missing_mask; /* not_fresh_since SEC(95) */
+                usec_t now;
+                Freshness expect;
+                usec_t since;
+        } cases[] = {
+                { "no row, young", true, false, 0, SEC(100) + SEC(15) - 1, FRESHNESS_NEW, SEC(100) },
+                { "no row, a horizon old", true, false, 0, SEC(115), FRESHNESS_STALE, SEC(100) },
+                { "fresh", true, true, 0, SEC(100) + SEC(15) - 1, FRESHNESS_FRESH, 0 },
+                { "stale", true, true, 0, SEC(115), FRESHNESS_STALE, SEC(100) },
+                { "missing", true, true, 1U << COMPONENT_CPU, SEC(101), FRESHNESS_MISSING, SEC(95) },
+                { "stale beats missing", true, true, 1U << COMPONENT_CPU, SEC(115), FRESHNESS_STALE, SEC(100) },
+                { "no channel beats fresh", false, true, 0, SEC(101), FRESHNESS_NO_CHANNEL, SEC(99) },
+                { "no channel beats new", false, false, 0, SEC(101), FRESHNESS_NO_CHANNEL, SEC(99) },
+        };
+        const Row row = { .received = SEC(100), .has_cpu = true, .cpu = 0.1 };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                FreshnessInput in = {
+                        .channel_open = cases[i].channel_open,
+                        .channel_closed_at = SEC(99),
+                        .born = SEC(100),
+                        .horizon = SEC(15),
+                };
+                Reading r;
+                usec_t since = 12345;
+                Window w;
+                Freshness f;
+
+                fill(&w, &row, cases[i].has_row ? 1 : 0);
+                evaluator_reading_init(&r);
+                r.missing_mask = cases[i].missing_mask;
+                r.not_fresh_since = SEC(95);
+                f = evaluator_freshness(&w, &r, &in, cases[i].now, &since);
+                if (f != cases[i].expect || since != cases[i].since)
+                        fail_msg("%s: %s since %llu, expected %s since %llu", cases[i].name, freshness_to_string(f),
+                                 (unsigned long long) since, freshness_to_string(cases[i].expect),
+                                 (unsigned long long) cases[i].since);
+                /* a reading that can still be judged says when it stops being fresh */
+                if (f == FRESHNESS_FRESH || f == FRESHNESS_NEW)
+                        assert_true(evaluator_fresh_until(&w, &in) == SEC(115));
+                window_done(&w);
+        }
+}
+
+/* interpret: the occupancy, what is missing and since when, the names formatted only when the mask
+ * changes. */
+static void test_evaluator_interpret(void **state) {
+        const Row rows[] = { CPU(0.2), { .has_executor = true, .executor_busy = 1, .executor_total = 4 },
+                             CPU(0.4) };
+        Reading r;
+        Window w;
+
+        assert_int_equal(window_init(&w, 60), 0);
+        evaluator_reading_init(&r);
+        assert_int_equal(r.occupancy.bottleneck, _COMPONENT_INVALID);
+
+        window_push(&w, &rows[0]);
+        evaluator_interpret(&w, &defaults, SEC(1), &r);
+        assert_int_equal(r.missing_mask, 1U << COMPONENT_MEMORY); /* a limit is configured */
+        assert_string_equal(r.missing_names, "memory");
+        assert_true(r.not_fresh_since == SEC(1));
+
+        window_push(&w, &rows[1]);
+        evaluator_interpret(&w, &defaults, SEC(2), &r);
+        assert_int_equal(r.missing_mask, (1U << COMPONENT_MEMORY) | (1U << COMPONENT_CPU));
+        assert_string_equal(r.missing_names, "memory,cpu");
+        assert_true(r.not_fresh_since == SEC(1)); /* still missing: since stays where it began */
+
+        window_push(&w, &rows[2]);
+        evaluator_interpret(&w, &defaults, SEC(3), &r);
+        assert_int_equal(r.missing_mask, (1U << COMPONENT_MEMORY) | (1U << COMPONENT_EXECUTOR));
+        assert_string_equal(r.missing_names, "memory,executor");
+        assert_near(r.occupancy.value, 0.3);
+        window_done(&w);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_component_to_string),
@@ -563,6 +668,9 @@ int main(void) {
                 cmocka_unit_test(test_evaluator_rates),
                 cmocka_unit_test(test_evaluator_rates_no_requests),
                 cmocka_unit_test(test_evaluator_rates_invalid),
+                cmocka_unit_test(test_evaluator_stale_horizon),
+                cmocka_unit_test(test_evaluator_freshness),
+                cmocka_unit_test(test_evaluator_interpret),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

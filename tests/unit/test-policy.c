@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* DECIDE, by tables of hand-made pools: scale-up and its guards, the capacity ledger on the seed's
- * example, compaction and its holds, placement and admission. Reasons are checked for the worker names
+ * example, compaction and its holds, placement and admission; and on every pool of every table, the
+ * fast path the capacity shell takes (the pool summary proving "nothing to do") agrees with them. Reasons are checked for the worker names
  * and numbers a reader needs to replay a journal line by hand. */
 #include <errno.h>
 #include <math.h>
@@ -82,6 +83,31 @@ static PolicyInput input(const PolicyWorker *w, size_t n) {
 }
 #define INPUT(arr) input((arr), ELEMENTSOF(arr))
 
+/* The policies, with their fast path checked on every pool of every table: when the summary of the pool
+ * says "surely none" (what the capacity shell then skips the walk for), the policy must decide NONE. */
+static void check_fast_path(const PolicyInput *in, const PolicyParams *p, bool surely_none, const Decision *d,
+                            const char *which) {
+        if (surely_none && d->kind != DECISION_NONE)
+                fail_msg("the summary says %s surely decides none, the policy decides %s (\"%s\")", which,
+                         decision_kind_to_string(d->kind), d->reason);
+}
+
+static void decide_scale_up(const PolicyInput *in, const PolicyParams *p, Decision *ret) {
+        PolicySummary s;
+
+        policy_scale_up(in, p, ret);
+        policy_summarize(in, p, &s);
+        check_fast_path(in, p, policy_scale_up_surely_none(&s, p), ret, "scale-up");
+}
+
+static void decide_compaction(const PolicyInput *in, const PolicyParams *p, Decision *ret) {
+        PolicySummary s;
+
+        policy_compaction(in, p, ret);
+        policy_summarize(in, p, &s);
+        check_fast_path(in, p, policy_compaction_surely_none(&s, p), ret, "compaction");
+}
+
 static void test_freshness_to_string(void **state) {
         assert_string_equal(freshness_to_string(FRESHNESS_FRESH), "fresh");
         assert_string_equal(freshness_to_string(FRESHNESS_NEW), "new");
@@ -122,7 +148,7 @@ static void test_policy_scale_up_group_of_one(void **state) {
                 PolicyInput in = INPUT(w);
                 Decision d;
 
-                policy_scale_up(&in, &defaults, &d);
+                decide_scale_up(&in, &defaults, &d);
                 assert_kind(&d, cases[i].expect);
                 assert_reason(&d, cases[i].reason);
                 assert_int_equal(d.worker, -1);
@@ -137,7 +163,7 @@ static void test_policy_scale_up_group_of_one_with_retiring(void **state) {
         PolicyInput in = INPUT(w);
         Decision d;
 
-        policy_scale_up(&in, &defaults, &d);
+        decide_scale_up(&in, &defaults, &d);
         assert_kind(&d, DECISION_SPAWN);
         assert_reason(&d, "sole worker w1 at 0.700");
 }
@@ -152,7 +178,7 @@ static void test_policy_scale_up_min_workers_floor(void **state) {
                 const PolicyWorker w[] = {RECEPTION(1, 0.0), STALE(2, 0.0)};
                 PolicyInput in = INPUT(w);
 
-                policy_scale_up(&in, &p, &d);
+                decide_scale_up(&in, &p, &d);
                 assert_kind(&d, DECISION_SPAWN);
                 assert_reason(&d, "2 workers (2 routable, 0 in flight) under min_workers=3");
         }
@@ -161,7 +187,7 @@ static void test_policy_scale_up_min_workers_floor(void **state) {
                 const PolicyWorker w[] = {RECEPTION(1, 0.0), INFLIGHT(2), RETIRING(3, 0.0)};
                 PolicyInput in = INPUT(w);
 
-                policy_scale_up(&in, &p, &d);
+                decide_scale_up(&in, &p, &d);
                 assert_kind(&d, DECISION_SPAWN);
                 assert_reason(&d, "2 workers (1 routable, 1 in flight) under min_workers=3");
         }
@@ -170,14 +196,14 @@ static void test_policy_scale_up_min_workers_floor(void **state) {
                 const PolicyWorker w[] = {RECEPTION(1, 0.0), FRESH(2, 0.1), INFLIGHT(3)};
                 PolicyInput in = INPUT(w);
 
-                policy_scale_up(&in, &p, &d);
+                decide_scale_up(&in, &p, &d);
                 assert_kind(&d, DECISION_WAIT);
         }
         {
                 /* an empty group */
                 PolicyInput in = input(NULL, 0);
 
-                policy_scale_up(&in, &defaults, &d);
+                decide_scale_up(&in, &defaults, &d);
                 assert_kind(&d, DECISION_SPAWN);
                 assert_reason(&d, "0 workers (0 routable, 0 in flight) under min_workers=1");
                 assert_int_equal(d.ledger.n, 0);
@@ -190,7 +216,7 @@ static void test_policy_scale_up_spawn_in_flight_waits(void **state) {
         PolicyInput in = INPUT(w);
         Decision d;
 
-        policy_scale_up(&in, &defaults, &d);
+        decide_scale_up(&in, &defaults, &d);
         assert_kind(&d, DECISION_WAIT);
         assert_int_equal(d.worker, 3);
         assert_reason(&d, "w3 spawn in flight");
@@ -204,19 +230,19 @@ static void test_policy_scale_up_max_workers_refused(void **state) {
         Decision d;
 
         p.max_workers = 3;
-        policy_scale_up(&in, &p, &d);
+        decide_scale_up(&in, &p, &d);
         assert_kind(&d, DECISION_REFUSED);
         assert_reason(&d, "max_workers=3 reached");
         assert_reason(&d, "w2 0.850 w3 0.900");
 
         p.max_workers = 4;
-        policy_scale_up(&in, &p, &d);
+        decide_scale_up(&in, &p, &d);
         assert_kind(&d, DECISION_SPAWN);
 
         /* a retiring worker is on its way out: it does not hold a place under max_workers */
         p.max_workers = 3;
         in = INPUT(with_retiring);
-        policy_scale_up(&in, &p, &d);
+        decide_scale_up(&in, &p, &d);
         assert_kind(&d, DECISION_SPAWN);
 }
 
@@ -228,23 +254,23 @@ static void test_policy_scale_up_memory_refused(void **state) {
 
         p.min_free_memory = 256ULL << 20;
         in.mem_available = 100ULL << 20;
-        policy_scale_up(&in, &p, &d);
+        decide_scale_up(&in, &p, &d);
         assert_kind(&d, DECISION_REFUSED);
         assert_reason(&d, "MemAvailable=104857600 < min_free_memory=268435456");
         assert_reason(&d, "w1 at 0.700");
 
         in.mem_available = 256ULL << 20; /* exactly the minimum is enough */
-        policy_scale_up(&in, &p, &d);
+        decide_scale_up(&in, &p, &d);
         assert_kind(&d, DECISION_SPAWN);
 
         in.mem_available = UINT64_MAX; /* unknown: no check */
-        policy_scale_up(&in, &p, &d);
+        decide_scale_up(&in, &p, &d);
         assert_kind(&d, DECISION_SPAWN);
 
         /* the floor is refused the same way */
         in = input(NULL, 0);
         in.mem_available = 1;
-        policy_scale_up(&in, &p, &d);
+        decide_scale_up(&in, &p, &d);
         assert_kind(&d, DECISION_REFUSED);
         assert_reason(&d, "under min_workers=1");
 }
@@ -307,7 +333,7 @@ static void test_policy_scale_up_larger_group(void **state) {
                 PolicyInput in = input(cases[i].w, cases[i].n);
                 Decision d;
 
-                policy_scale_up(&in, &defaults, &d);
+                decide_scale_up(&in, &defaults, &d);
                 if (d.kind != cases[i].expect || !strstr(d.reason, cases[i].reason)) {
                         print_error("case '%s': %s \"%s\", expected %s \"%s\"\n", cases[i].name,
                                     decision_kind_to_string(d.kind), d.reason,
@@ -367,7 +393,7 @@ static void test_policy_scale_up_held_on_stale(void **state) {
                 PolicyInput in = input(cases[i].w, cases[i].n);
                 Decision d;
 
-                policy_scale_up(&in, &defaults, &d);
+                decide_scale_up(&in, &defaults, &d);
                 if (d.kind != DECISION_HELD || d.worker != cases[i].culprit || d.since != cases[i].since ||
                     !strstr(d.reason, cases[i].reason)) {
                         print_error("case '%s': %s w%d since %llu \"%s\"\n", cases[i].name,
@@ -388,7 +414,7 @@ static void test_policy_scale_up_reason_truncated(void **state) {
                 w[i] = (PolicyWorker) FRESH((unsigned) i + 1, 0.9);
         w[0].reception = true;
         in = INPUT(w);
-        policy_scale_up(&in, &defaults, &d);
+        decide_scale_up(&in, &defaults, &d);
         assert_kind(&d, DECISION_SPAWN);
         assert_true(strlen(d.reason) < sizeof d.reason);
         assert_reason(&d, "w2 0.900 w3 0.900");
@@ -463,7 +489,7 @@ static void test_policy_compaction_seed_example(void **state) {
         PolicyInput in = INPUT(busy);
         Decision d;
 
-        policy_compaction(&in, &defaults, &d);
+        decide_compaction(&in, &defaults, &d);
         assert_kind(&d, DECISION_NONE);
         assert_int_equal(d.worker, -1);
         assert_reason(&d, "H=0.600 <= 1.200 (C=2.900 O=2.300 n=4 margin=1.50)");
@@ -471,14 +497,14 @@ static void test_policy_compaction_seed_example(void **state) {
 
         /* the reception (0.1) is the least occupied, and never the one compacted */
         in = INPUT(idle);
-        policy_compaction(&in, &defaults, &d);
+        decide_compaction(&in, &defaults, &d);
         assert_kind(&d, DECISION_RETIRE);
         assert_int_equal(d.worker, 3);
         assert_reason(&d, "retire w3 (occupancy 0.400, no users): H=1.400 > 1.200 (C=2.900 O=1.500 n=4");
         assert_near(d.ledger.headroom, 1.4);
 
         in = INPUT(after);
-        policy_compaction(&in, &defaults, &d);
+        decide_compaction(&in, &defaults, &d);
         assert_kind(&d, DECISION_NONE);
         assert_near(d.ledger.headroom, 0.6);
 }
@@ -488,7 +514,7 @@ static void test_policy_compaction_with_users_waits_for_moves(void **state) {
         PolicyInput in = INPUT(w);
         Decision d;
 
-        policy_compaction(&in, &defaults, &d);
+        decide_compaction(&in, &defaults, &d);
         assert_kind(&d, DECISION_WAIT_MOVES);
         assert_int_equal(d.worker, 3);
         assert_reason(&d, "w3 has 4 users: retiring it waits for live moves");
@@ -502,12 +528,12 @@ static void test_policy_compaction_picks_least_occupied(void **state) {
         PolicyInput in = INPUT(tie);
         Decision d;
 
-        policy_compaction(&in, &defaults, &d);
+        decide_compaction(&in, &defaults, &d);
         assert_kind(&d, DECISION_RETIRE);
         assert_int_equal(d.worker, 3);
 
         in = INPUT(only_reception_idle);
-        policy_compaction(&in, &defaults, &d);
+        decide_compaction(&in, &defaults, &d);
         assert_kind(&d, DECISION_RETIRE);
         assert_int_equal(d.worker, 2);
 }
@@ -552,7 +578,7 @@ static void test_policy_compaction_held_when_not_fresh(void **state) {
                 PolicyInput in = input(cases[i].w, 4);
                 Decision d;
 
-                policy_compaction(&in, &defaults, &d);
+                decide_compaction(&in, &defaults, &d);
                 if (d.kind != DECISION_HELD || d.worker != cases[i].culprit ||
                     !strstr(d.reason, cases[i].reason)) {
                         print_error("case '%s': %s w%d \"%s\"\n", cases[i].name,
@@ -569,13 +595,13 @@ static void test_policy_compaction_waits_while_retiring_or_spawning(void **state
         PolicyInput in = INPUT(retiring);
         Decision d;
 
-        policy_compaction(&in, &defaults, &d);
+        decide_compaction(&in, &defaults, &d);
         assert_kind(&d, DECISION_WAIT);
         assert_int_equal(d.worker, 4);
         assert_reason(&d, "w4 is retiring");
 
         in = INPUT(spawning);
-        policy_compaction(&in, &defaults, &d);
+        decide_compaction(&in, &defaults, &d);
         assert_kind(&d, DECISION_WAIT);
         assert_reason(&d, "w4 spawn in flight");
 }
@@ -588,18 +614,18 @@ static void test_policy_compaction_min_workers_floor(void **state) {
         Decision d;
 
         p.min_workers = 3;
-        policy_compaction(&in, &p, &d);
+        decide_compaction(&in, &p, &d);
         assert_kind(&d, DECISION_NONE);
         assert_reason(&d, "n=3 at min_workers=3");
         assert_true(d.ledger.headroom > d.ledger.threshold);
 
         p.min_workers = 2;
-        policy_compaction(&in, &p, &d);
+        decide_compaction(&in, &p, &d);
         assert_kind(&d, DECISION_RETIRE);
         assert_int_equal(d.worker, 3);
 
         in = INPUT(sole);
-        policy_compaction(&in, &defaults, &d);
+        decide_compaction(&in, &defaults, &d);
         assert_kind(&d, DECISION_NONE);
 }
 
@@ -757,6 +783,67 @@ static void test_policy_admit_no_routable(void **state) {
         assert_int_equal(policy_admit(&in, &defaults, NULL), -ENOENT);
 }
 
+/* ---- the fast path: what the summary proves ---- */
+
+static void test_policy_fast_path_proves_a_steady_pool(void **state) {
+        static const struct {
+                const char *name;
+                PolicyWorker w[4];
+                size_t n;
+                bool scale_up_none, compaction_none;
+        } cases[] = {
+                /* C = 2.1, O = 1.4, H = 0.7 < 1.2: nothing to do, and the summary shows it */
+                { "steady", { RECEPTION(1, 0.3), FRESH(2, 0.5), FRESH(3, 0.6) }, 3, true, true },
+                /* no room anywhere: scale-up must ask the policy (it spawns) */
+                { "full", { RECEPTION(1, 0.3), FRESH(2, 0.9), FRESH(3, 0.85) }, 3, false, true },
+                /* a stale worker: neither can be proven */
+                { "stale", { RECEPTION(1, 0.3), FRESH(2, 0.5), STALE(3, 0.6) }, 3, true, false },
+                /* H = 2.1 - 0.9 = 1.2: at the threshold, within rounding: ask the policy */
+                { "at the threshold", { RECEPTION(1, 0.3), FRESH(2, 0.3), FRESH(3, 0.3) }, 3, true, false },
+                /* a retire or a spawn under way: WAIT, never proven none */
+                { "retiring", { RECEPTION(1, 0.3), FRESH(2, 0.5), RETIRING(3, 0.1) }, 3, true, false },
+                { "in flight", { RECEPTION(1, 0.3), FRESH(2, 0.5), INFLIGHT(3) }, 3, false, false },
+                /* the sole worker: scale-up is its occupancy against the reception threshold */
+                { "sole", { RECEPTION(1, 0.1) }, 1, false, true },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                PolicyInput in = input(cases[i].w, cases[i].n);
+                PolicySummary s;
+                Decision d;
+
+                policy_summarize(&in, &defaults, &s);
+                if (policy_scale_up_surely_none(&s, &defaults) != cases[i].scale_up_none ||
+                    policy_compaction_surely_none(&s, &defaults) != cases[i].compaction_none)
+                        fail_msg("%s: surely none: scale-up %d, compaction %d; expected %d, %d", cases[i].name,
+                                 policy_scale_up_surely_none(&s, &defaults),
+                                 policy_compaction_surely_none(&s, &defaults), cases[i].scale_up_none,
+                                 cases[i].compaction_none);
+                /* and where it proves none, the policies agree */
+                decide_scale_up(&in, &defaults, &d);
+                decide_compaction(&in, &defaults, &d);
+        }
+}
+
+/* The ledger of the summary is the policies' ledger: one formula. */
+static void test_policy_ledger_of_matches_policy_ledger(void **state) {
+        const PolicyWorker w[] = { RECEPTION(1, 0.4), FRESH(2, 0.2), FRESH(3, 0.1), RETIRING(4, 0.3), INFLIGHT(5) };
+        PolicyInput in = INPUT(w);
+        PolicySummary s;
+        Ledger a, b;
+
+        policy_ledger(&in, &defaults, &a);
+        policy_summarize(&in, &defaults, &s);
+        policy_ledger_of(s.n_active, s.occupied, &defaults, &b);
+        assert_int_equal(a.n, 3);
+        assert_int_equal(b.n, a.n);
+        assert_near(b.capacity, a.capacity);
+        assert_near(b.occupied, a.occupied);
+        assert_near(b.occupied, 1.0); /* the retiring worker's load stays in O */
+        assert_near(b.headroom, a.headroom);
+        assert_near(b.threshold, a.threshold);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_freshness_to_string),
@@ -790,6 +877,8 @@ int main(void) {
                 cmocka_unit_test(test_policy_admit_none_under_takes_last),
                 cmocka_unit_test(test_policy_admit_skips_stale),
                 cmocka_unit_test(test_policy_admit_no_routable),
+                cmocka_unit_test(test_policy_fast_path_proves_a_steady_pool),
+                cmocka_unit_test(test_policy_ledger_of_matches_policy_ledger),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,11 +40,19 @@ static int teardown(void **state) {
 
 static Freshness freshness(const Worker *w, usec_t *ret_since) {
         usec_t since = 12345;
-        Freshness f = pool_worker_freshness(m, w, fixture_now, &since);
+        Freshness f = capacity_freshness(&m->capacity, w, fixture_now, &since);
 
         if (ret_since)
                 *ret_since = since;
         return f;
+}
+
+/* The horizon the evaluator judges w's reading by. */
+static usec_t stale_horizon(const Worker *w) {
+        FreshnessInput in;
+
+        pool_freshness_input(&m->pool, w, &in);
+        return in.horizon;
 }
 
 /* 5 s x 3 with the defaults */
@@ -56,12 +64,12 @@ static void test_pool_stale_horizon(void **state) {
         Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
 
         assert_true(horizon() == 15 * USEC_PER_SEC);
-        assert_true(pool_stale_horizon(m, w) == 15 * USEC_PER_SEC);
+        assert_true(stale_horizon(w) == 15 * USEC_PER_SEC);
         /* the slower of the configured and the announced interval */
         w->sensor_interval = 10 * USEC_PER_SEC;
-        assert_true(pool_stale_horizon(m, w) == 30 * USEC_PER_SEC);
+        assert_true(stale_horizon(w) == 30 * USEC_PER_SEC);
         w->sensor_interval = USEC_PER_SEC;
-        assert_true(pool_stale_horizon(m, w) == 15 * USEC_PER_SEC);
+        assert_true(stale_horizon(w) == 15 * USEC_PER_SEC);
 }
 
 static void test_pool_stale_horizon_absurd_interval(void **state) {
@@ -75,10 +83,10 @@ static void test_pool_stale_horizon_absurd_interval(void **state) {
         assert_true(w->sensor_interval == 3600 * USEC_PER_SEC);
         fixture_report(w, READING(.cpu = 0.1));
         fixture_advance(10);
-        CHECK_EXPLAINED(pool_stale_horizon(m, w) >= horizon() && freshness(w, NULL) == FRESHNESS_FRESH,
+        CHECK_EXPLAINED(stale_horizon(w) >= horizon() && freshness(w, NULL) == FRESHNESS_FRESH,
                         "an announced interval_usec is worker input: the horizon must neither wrap nor grow "
                         "without bound (horizon %llu us, freshness %s)",
-                        (unsigned long long) pool_stale_horizon(m, w), freshness_to_string(freshness(w, NULL)));
+                        (unsigned long long) stale_horizon(w), freshness_to_string(freshness(w, NULL)));
 }
 
 static void test_pool_worker_freshness_new(void **state) {
@@ -148,13 +156,13 @@ static void test_pool_worker_freshness_missing(void **state) {
         fixture_report(w, READING());
         assert_int_equal(freshness(w, &since), FRESHNESS_MISSING);
         assert_true(since == at);
-        assert_string_equal(w->missing_names, "cpu,executor");
+        assert_string_equal(w->reading.missing_names, "cpu,executor");
         /* still missing on the next one: since stays where it began */
         fixture_advance(5 * USEC_PER_SEC);
         fixture_report(w, READING(.busy = 2, .total = 4));
         assert_int_equal(freshness(w, &since), FRESHNESS_MISSING);
         assert_true(since == at);
-        assert_string_equal(w->missing_names, "cpu");
+        assert_string_equal(w->reading.missing_names, "cpu");
 
         /* stale beats missing */
         fixture_advance(horizon());
@@ -163,7 +171,7 @@ static void test_pool_worker_freshness_missing(void **state) {
         /* a complete report: fresh again, nothing missing */
         fixture_report(w, READING(.cpu = 0.3, .busy = 1, .total = 4));
         assert_int_equal(freshness(w, NULL), FRESHNESS_FRESH);
-        assert_int_equal(w->missing_mask, 0);
+        assert_int_equal(w->reading.missing_mask, 0);
 }
 
 static void test_pool_worker_freshness_missing_memory(void **state) {
@@ -171,13 +179,13 @@ static void test_pool_worker_freshness_missing_memory(void **state) {
 
         /* with a memory limit every report must carry memory, the first one included */
         m->config.memory_limit = 1ULL << 30;
-        manager_setup_parameters(m);
+        capacity_setup_parameters(&m->capacity);
         fixture_report(w, READING());
         assert_int_equal(freshness(w, NULL), FRESHNESS_MISSING);
-        assert_string_equal(w->missing_names, "memory");
+        assert_string_equal(w->reading.missing_names, "memory");
         fixture_report(w, READING(.cpu = 0.1, .memory = 512.0 * 1024 * 1024));
         assert_int_equal(freshness(w, NULL), FRESHNESS_FRESH);
-        assert_true(w->occupancy.has[COMPONENT_MEMORY]);
+        assert_true(w->reading.occupancy.has[COMPONENT_MEMORY]);
 }
 
 static void test_pool_worker_freshness_no_channel(void **state) {
@@ -207,18 +215,18 @@ static void test_pool_handle_frame_report_archives(void **state) {
                 fixture_report(w, READING(.cpu = 0.1 * (i + 1), .busy = 1, .total = 10));
         }
         assert_int_equal(w->window.count, 8);
-        assert_true(m->reports_received == 8);
+        assert_true(m->pool.reports_received == 8);
         assert_true(w->last_report_at == fixture_now);
         last = window_latest(&w->window);
         assert_non_null(last);
         assert_true(last->received == fixture_now);
         assert_true(last->seq == 8);
         assert_true(last->has_cpu);
-        assert_true(w->occupancy.has[COMPONENT_CPU]);
-        assert_float_equal(w->occupancy.component[COMPONENT_CPU], (0.3 + 0.4 + 0.5 + 0.6 + 0.7 + 0.8) / 6, 1e-9);
-        assert_float_equal(w->occupancy.component[COMPONENT_EXECUTOR], 0.1, 1e-9);
-        assert_float_equal(w->occupancy.value, 0.55, 1e-9);
-        assert_int_equal(w->occupancy.bottleneck, COMPONENT_CPU);
+        assert_true(w->reading.occupancy.has[COMPONENT_CPU]);
+        assert_float_equal(w->reading.occupancy.component[COMPONENT_CPU], (0.3 + 0.4 + 0.5 + 0.6 + 0.7 + 0.8) / 6, 1e-9);
+        assert_float_equal(w->reading.occupancy.component[COMPONENT_EXECUTOR], 0.1, 1e-9);
+        assert_float_equal(w->reading.occupancy.value, 0.55, 1e-9);
+        assert_int_equal(w->reading.occupancy.bottleneck, COMPONENT_CPU);
 
         /* a report cpu cannot be (NaN, infinite) is no reading: absent, and missing */
         fixture_report(w, READING(.cpu = INFINITY, .busy = 1, .total = 10));
@@ -245,16 +253,15 @@ static void test_pool_handle_frame_hello_makes_routable(void **state) {
 
         fixture_advance(300 * USEC_PER_MSEC);
         /* without sock_diag there is no accept probe: the Hello alone makes it routable */
-        assert_null(m->sock_diag);
+        assert_null(m->pool.sock_diag);
         fixture_hello(w, 2 * USEC_PER_SEC, EP_PROTOCOL_VERSION);
         assert_int_equal(w->state, WORKER_ROUTABLE);
         assert_true(w->hello_at == fixture_now);
         assert_true(w->routable_at == fixture_now);
-        assert_ptr_equal(m->reception, w);
-        assert_true(w->reception);
+        assert_ptr_equal(m->pool.reception, w);
         assert_true(w->sensor_interval == 2 * USEC_PER_SEC);
         assert_string_equal(w->sensor_version, "test");
-        assert_true(m->pool_changed_at == fixture_now);
+        assert_true(m->pool.changed_at == fixture_now);
         assert_int_equal(freshness(w, NULL), FRESHNESS_NEW);
         /* and the status file was rewritten for the new pool */
         fd = open(m->status_path, O_RDONLY | O_CLOEXEC);
@@ -296,7 +303,7 @@ static void test_pool_handle_frame_hello_foreign_protocol(void **state) {
         /* we do not guess at a protocol we do not speak: the channel goes, the worker is not routable */
         assert_null(w->channel);
         assert_int_equal(w->state, WORKER_STARTING);
-        assert_false(m->summary.valid);
+        assert_false(m->capacity.summary_valid);
         assert_int_equal(freshness(w, &since), FRESHNESS_NO_CHANNEL);
         assert_true(since == fixture_now);
 }
@@ -348,7 +355,7 @@ static void test_pool_hello_foreign_protocol_through_channel(void **state) {
                 assert_true(sd_event_run(m->event, 1000) >= 0);
         assert_int_equal(w->state, WORKER_STARTING);
         assert_int_equal(w->window.count, 0); /* the report behind the Hello was never dispatched */
-        assert_true(m->reports_received == 0);
+        assert_true(m->pool.reports_received == 0);
         assert_int_equal(freshness(w, NULL), FRESHNESS_NO_CHANNEL);
         assert_non_null(w->channel_close_reason);
         assert_non_null(strstr(w->channel_close_reason, "protocol 99"));
@@ -361,28 +368,29 @@ static void test_pool_spawn_failure_before_child_is_throttled(void **state) {
          * death will come to ask again. It must still count, back off, schedule its retry, and stop. */
         free(m->runtime_dir);
         assert_true(asprintf(&m->runtime_dir, "/tmp/%0120d", 0) > 0);
-        m->spawn_given_up = false;
+        m->pool.runtime_dir = m->runtime_dir;
+        m->pool.throttle.given_up = false;
         for (unsigned i = 1; i <= 5; i++) {
-                assert_int_equal(pool_spawn(m, "test"), -ENAMETOOLONG);
-                assert_int_equal(m->spawn_failures, i);
-                assert_non_null(strstr(m->last_spawn_error, "cannot create its listening socket"));
-                assert_non_null(strstr(m->last_spawn_error, "File name too long"));
-                assert_int_equal(m->n_workers, 0);
+                assert_int_equal(pool_spawn(&m->pool, "test"), -ENAMETOOLONG);
+                assert_int_equal(m->pool.throttle.failures, i);
+                assert_non_null(strstr(m->pool.throttle.last_error, "cannot create its listening socket"));
+                assert_non_null(strstr(m->pool.throttle.last_error, "File name too long"));
+                assert_int_equal(m->pool.n_workers, 0);
                 if (i == 5)
                         break;
-                assert_false(m->spawn_given_up);
-                assert_true(m->spawn_not_before == fixture_now + backoff);
-                assert_non_null(m->spawn_retry); /* the retry is on the loop */
-                assert_int_equal(pool_spawn(m, "too early"), -EAGAIN);
+                assert_false(m->pool.throttle.given_up);
+                assert_true(m->pool.throttle.not_before == fixture_now + backoff);
+                assert_non_null(m->pool.throttle.retry); /* the retry is on the loop */
+                assert_int_equal(pool_spawn(&m->pool, "too early"), -EAGAIN);
                 /* what on_spawn_retry() does when the back-off ends */
-                m->spawn_retry = sd_event_source_disable_unref(m->spawn_retry);
+                m->pool.throttle.retry = sd_event_source_disable_unref(m->pool.throttle.retry);
                 fixture_advance(backoff);
                 backoff *= 2;
         }
-        assert_true(m->spawn_given_up);
-        assert_int_equal(pool_spawn(m, "after"), -ECANCELED);
+        assert_true(m->pool.throttle.given_up);
+        assert_int_equal(pool_spawn(&m->pool, "after"), -ECANCELED);
         /* each attempt spent its name */
-        assert_int_equal(m->next_worker_id, 6);
+        assert_int_equal(m->pool.next_worker_id, 6);
 }
 
 static void test_pool_handle_frame_ignores_commander_frames(void **state) {
@@ -400,7 +408,7 @@ static void test_pool_handle_frame_ignores_commander_frames(void **state) {
         assert_int_equal(w->state, WORKER_ROUTABLE);
         assert_true(channel_is_open(w->channel));
         assert_int_equal(w->window.count, 0);
-        assert_true(m->reports_received == 0);
+        assert_true(m->pool.reports_received == 0);
 }
 
 static void test_pool_handle_frame_move_frames_to_hook(void **state) {

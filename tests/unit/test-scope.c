@@ -79,12 +79,6 @@ static Config config;
 static unsigned n_attach_done;
 static int attach_error;
 
-/* worker.c drags in the channel and the window; the backend only needs the name */
-const char *worker_name(const Worker *w, char *buf, size_t size) {
-        snprintf(buf, size, "w%u", w->id);
-        return buf;
-}
-
 static void on_attach_done(Worker *w, int error) {
         n_attach_done++;
         attach_error = error;
@@ -465,17 +459,17 @@ static Worker *new_worker(unsigned id) {
         w->id = id;
         w->pid = getpid();
         w->pidfd = -EBADF;
-        w->cgroup_fd = -EBADF;
+        w->place.cgroup_fd = -EBADF;
         return w;
 }
 
 static void free_worker(Worker *w) {
-        sd_bus_slot_unref(w->job_slot);
+        sd_bus_slot_unref(w->place.job_slot);
         safe_close(w->pidfd);
-        safe_close(w->cgroup_fd);
-        free(w->cgroup_path);
-        free(w->unit);
-        free(w->job);
+        safe_close(w->place.cgroup_fd);
+        free(w->place.cgroup_path);
+        free(w->place.unit);
+        free(w->place.job);
         free(w);
 }
 
@@ -486,7 +480,7 @@ static void place(Worker *w) {
 
         assert_int_equal(backend.vtable->prepare(&backend, w, &cgroup_fd), 0);
         assert_int_equal(cgroup_fd, -EBADF);
-        snprintf(dir, sizeof dir, "/fake.slice/%s", w->unit);
+        snprintf(dir, sizeof dir, "/fake.slice/%s", w->place.unit);
         make_cgroup(dir, "populated 1\n", "oom_kill 0\n");
         assert_int_equal(backend.vtable->attach(&backend, w), 0);
 }
@@ -494,7 +488,7 @@ static void place(Worker *w) {
 static void set_populated(const Worker *w, bool populated) {
         char dir[PATH_MAX * 2];
 
-        snprintf(dir, sizeof dir, "%s/fake.slice/%s", root, w->unit);
+        snprintf(dir, sizeof dir, "%s/fake.slice/%s", root, w->place.unit);
         write_file(dir, "cgroup.events", populated ? "populated 1\n" : "populated 0\n");
 }
 
@@ -514,7 +508,7 @@ static void test_scope_prepare_names_unit(void **state) {
 
         assert_int_equal(backend.vtable->prepare(&backend, w, &cgroup_fd), 0);
         assert_int_equal(cgroup_fd, -EBADF);
-        assert_string_equal(w->unit, "elastic-pool-web-w3.scope");
+        assert_string_equal(w->place.unit, "elastic-pool-web-w3.scope");
         assert_int_equal(backend.vtable->oom_kills(&backend, w, &oom), -ENODATA);
         free_worker(w);
 }
@@ -565,14 +559,14 @@ static void test_scope_attach_done_opens_cgroup(void **state) {
         place(w);
         assert_true(run_until_attach_done(1));
         assert_int_equal(attach_error, 0);
-        assert_string_equal(w->cgroup_path, "/fake.slice/elastic-pool-web-w3.scope");
-        assert_true(w->cgroup_fd >= 0);
-        assert_true(w->unit_owned);
-        assert_null(w->job);      /* only while waiting */
-        assert_null(w->job_slot);
+        assert_string_equal(w->place.cgroup_path, "/fake.slice/elastic-pool-web-w3.scope");
+        assert_true(w->place.cgroup_fd >= 0);
+        assert_true(w->place.unit_owned);
+        assert_null(w->place.job);      /* only while waiting */
+        assert_null(w->place.job_slot);
         assert_int_equal(backend.vtable->oom_kills(&backend, w, &oom), 0);
         assert_int_equal(oom, 0);
-        snprintf(dir, sizeof dir, "%s%s", root, w->cgroup_path);
+        snprintf(dir, sizeof dir, "%s%s", root, w->place.cgroup_path);
         write_file(dir, "memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n");
         assert_int_equal(backend.vtable->oom_kills(&backend, w, &oom), 0);
         assert_int_equal(oom, 2);
@@ -586,7 +580,7 @@ static void test_scope_attach_signal_before_reply(void **state) {
         place(w);
         assert_true(run_until_attach_done(1));
         assert_int_equal(attach_error, 0);
-        assert_string_equal(w->cgroup_path, "/fake.slice/elastic-pool-web-w2.scope");
+        assert_string_equal(w->place.cgroup_path, "/fake.slice/elastic-pool-web-w2.scope");
         run_for(20 * USEC_PER_MSEC);
         assert_int_equal(n_attach_done, 1);
         free_worker(w);
@@ -599,7 +593,7 @@ static void test_scope_attach_job_failed(void **state) {
         place(w);
         assert_true(run_until_attach_done(1));
         assert_int_equal(attach_error, -EIO);
-        assert_null(w->cgroup_path);
+        assert_null(w->place.cgroup_path);
         /* ours, so release() makes sure it is gone */
         backend.vtable->release(&backend, w);
         assert_true(run_until_seen(offsetof(FakeSeen, n_reset), 1));
@@ -614,7 +608,7 @@ static void test_scope_attach_unit_exists(void **state) {
         place(w);
         assert_true(run_until_attach_done(1));
         assert_int_equal(attach_error, -EEXIST);
-        assert_false(w->unit_owned);
+        assert_false(w->place.unit_owned);
         /* somebody else's unit: never stopped nor reset by us */
         backend.vtable->release(&backend, w);
         run_for(50 * USEC_PER_MSEC);
@@ -665,12 +659,12 @@ static void test_scope_release_while_job_pending(void **state) {
 
         fake_set(FAKE_SILENT, false);
         place(w);
-        while (!w->job && now_usec(CLOCK_MONOTONIC) < end)
+        while (!w->place.job && now_usec(CLOCK_MONOTONIC) < end)
                 assert_true(sd_event_run(event, 5 * USEC_PER_MSEC) >= 0);
-        assert_non_null(w->job);
+        assert_non_null(w->place.job);
         /* the worker died: its job is cancelled by the stop, whose JobRemoved must go unheard */
         backend.vtable->release(&backend, w);
-        assert_null(w->job_slot);
+        assert_null(w->place.job_slot);
         assert_true(run_until_seen(offsetof(FakeSeen, n_reset), 1));
         assert_int_equal(fake_seen().n_stop, 1);
         assert_string_equal(fake_seen().stop_unit, "elastic-pool-web-w6.scope");
@@ -700,7 +694,7 @@ static void test_scope_release_populated_scope_is_stopped(void **state) {
         assert_true(run_until_attach_done(1));
         /* the worker died and left a child behind in its scope */
         backend.vtable->release(&backend, w);
-        assert_int_equal(w->cgroup_fd, -EBADF);
+        assert_int_equal(w->place.cgroup_fd, -EBADF);
         assert_true(run_until_seen(offsetof(FakeSeen, n_reset), 1));
         assert_int_equal(fake_seen().n_stop, 1);
         assert_string_equal(fake_seen().stop_unit, "elastic-pool-web-w8.scope");

@@ -111,8 +111,8 @@ static void busy_pool(void) {
         w[5] = fixture_add_worker(m, WORKER_STARTING);
         w[6] = fixture_add_worker(m, WORKER_DRAINING);
         fixture_set_users(m, w[0], 2);
-        w[0]->cgroup_path = strdup("/elastic-pool-test/w1");
-        w[1]->unit = strdup("elastic-pool-\"test\"-w2.scope");
+        w[0]->place.cgroup_path = strdup("/elastic-pool-test/w1");
+        w[1]->place.unit = strdup("elastic-pool-\"test\"-w2.scope");
         w[0]->socket_path = strdup("/run/elastic-pool/test/w1.sock");
         w[0]->pid = 4242;
 
@@ -128,9 +128,9 @@ static void busy_pool(void) {
         free(w[3]->channel_close_reason);
         w[3]->channel_close_reason = strdup("bad \"frame\"\n\ttab \\ \x01 end");
         w[4]->routable_at = fixture_now - USEC_PER_SEC;
-        m->last_spawn_error = strdup("cannot execute '/usr/bin/worker\t': \"No such file\"");
-        m->spawn_failures = 5;
-        m->reports_received = 7;
+        m->pool.throttle.last_error = strdup("cannot execute '/usr/bin/worker\t': \"No such file\"");
+        m->pool.throttle.failures = 5;
+        m->pool.reports_received = 7;
         fixture_advance(1500 * USEC_PER_MSEC);
         fixture_report(w[0], READING(.cpu = 0.3, .memory = 1048576, .busy = 3, .total = 4));
 }

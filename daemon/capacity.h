@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The capacity shell: the report path after the lifecycle hands a row over, in DESIGN.md's stage order,
+ *
+ *   archive (the worker's window) -> interpret (evaluator: occupancy, what is missing, freshness)
+ *   -> account (the pool summary, O(1) per report) -> decide (the pure policies) -> act
+ *
+ * and the journal of every decision with the inputs that made it, so it can be replayed by hand. The
+ * shell owns no formula: it gathers inputs for the pure cores (window.c, evaluator.c, policy.c) and acts
+ * on their decisions through the pool (spawn, retire). Holds are kept for the status surfaces. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "evaluator.h"
+#include "frontend-port.h"
+#include "policy.h"
+#include "pool.h"
+
+/* What a decision currently waits on, kept for the status surfaces ("held: w3 no report for 17s"). */
+typedef struct Hold {
+        bool active;
+        DecisionKind kind;    /* HELD, WAIT, WAIT_MOVES or REFUSED */
+        int worker;
+        usec_t since;         /* when this hold began */
+        char reason[256];
+} Hold;
+
+/* Where the shell learns what it does not measure itself. */
+typedef struct CapacitySources {
+        /* Logged-in users placed on worker (the surface); NULL: none known. */
+        unsigned (*worker_users)(unsigned worker, void *userdata);
+        /* The front end's counters of worker, for the commander-side measures of a row; false (or NULL)
+         * without a front end: the row then carries none. */
+        bool (*worker_traffic)(unsigned worker, WorkerTraffic *ret, void *userdata);
+        void *userdata;
+} CapacitySources;
+
+typedef struct Capacity {
+        Pool *pool;
+        const Config *config;
+        EvaluatorParams evaluator;
+        PolicyParams policy;
+        CapacitySources sources;
+
+        PolicyWorker *policy_buf; /* scratch for PolicyInput, sized to the pool */
+        size_t policy_buf_size;
+
+        Hold scale_up_hold;
+        Hold compaction_hold;
+        DecisionKind last_scale_up;
+        DecisionKind last_compaction;
+
+        /* The policies' view of the pool as running sums (policy.h), valid while the pool's generation
+         * is the one it was built at and until a fresh worker could have turned stale (recheck_at). */
+        PolicySummary summary;
+        bool summary_valid;
+        uint64_t summary_generation;
+        usec_t recheck_at;
+
+        usec_t next_full_check;          /* large pools: reports before it defer their full check */
+        sd_event_source *deferred_check; /* the deferred check, armed by the first such report */
+} Capacity;
+
+void capacity_init(Capacity *c, Pool *pool, const Config *config, const CapacitySources *sources);
+void capacity_done(Capacity *c);
+
+/* Derives the evaluator's and the policies' parameters from the configuration. */
+void capacity_setup_parameters(Capacity *c);
+
+/* A report of w arrived as row (PoolHooks.report): archive, interpret, account, and check capacity when
+ * w is routable. */
+void capacity_take_row(Capacity *c, Worker *w, const Row *row);
+
+/* Re-runs scale-up and compaction: on reports and whenever the pool changed. Does nothing while the pool
+ * is stopping. */
+void capacity_check(Capacity *c);
+
+/* The freshness of w's reading at now (and since when it is not fresh), as the policies see it. */
+Freshness capacity_freshness(const Capacity *c, const Worker *w, usec_t now, usec_t *ret_since);
+
+/* Logged-in users placed on w (0 when nobody tells). */
+unsigned capacity_worker_users(const Capacity *c, const Worker *w);
+
+/* The PolicyInput of the current pool (workers in the policies' world, in spawn order); valid until
+ * the next call. */
+void capacity_policy_input(Capacity *c, PolicyInput *ret);
