@@ -124,7 +124,6 @@ int main(int argc, char *argv[]) {
         struct rlimit rl = { 8192, 8192 };
         Packed packed[VARIANTS], missing[VARIANTS];
         Manager m = {};
-        CapacitySources sources;
         FrameDecoder d;
         double t0, cpu;
         int r;
@@ -144,8 +143,7 @@ int main(int argc, char *argv[]) {
                 .userdata = &m,
         };
         spawn_throttle_init(&m.pool.throttle, m.event, NULL, NULL);
-        manager_capacity_sources(&m, &sources);
-        capacity_init(&m.capacity, &m.pool, &m.config, &sources);
+        manager_wire(&m);
         r = make_pool(&m, workers);
         if (r < 0) {
                 fprintf(stderr, "setting up %u workers failed: %s (raise the fd limit?)\n", workers, strerror(-r));

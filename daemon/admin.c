@@ -22,8 +22,6 @@
 
 #include "cleanup.h"
 #include "fd-util.h"
-#include "forward.h"
-#include "frontend-manager.h"
 #include "log.h"
 #include "macro.h"
 #include "status.h"
@@ -35,7 +33,8 @@
 typedef struct AdminConnection AdminConnection;
 
 struct Admin {
-        Manager *manager;
+        sd_event *event;
+        const StatusView *view;
         int fd;
         sd_event_source *io;
         char *address;
@@ -93,10 +92,12 @@ static void metric(FILE *f, const char *name, const char *help, const char *type
         fprintf(f, "# HELP elastic_pool_%s %s\n# TYPE elastic_pool_%s %s\n", name, help, name, type);
 }
 
-static void write_metrics(Manager *m, FILE *f) {
+static void write_metrics(const StatusView *v, FILE *f) {
         static const char *const labels[] = { "memory", "cpu", "executor" };
-        const Pool *p = &m->pool;
-        const char *g = m->group;
+        const Pool *p = v->pool;
+        const char *g = v->group;
+        FrontendTotals totals;
+        WorkerTraffic t;
 
         metric(f, "workers", "Workers of the group by state.", "gauge");
         for (WorkerState s = 0; s < _WORKER_STATE_MAX; s++) {
@@ -119,42 +120,43 @@ static void write_metrics(Manager *m, FILE *f) {
         metric(f, "worker_users", "Logged-in users placed on the worker.", "gauge");
         for (size_t i = 0; i < p->n_workers; i++)
                 fprintf(f, "elastic_pool_worker_users{group=\"%s\",worker=\"w%u\"} %u\n", g, p->workers[i]->id,
-                        capacity_worker_users(&m->capacity, p->workers[i]));
+                        capacity_worker_users(v->capacity, p->workers[i]));
         metric(f, "worker_inflight", "Requests forwarded to the worker and not answered yet.", "gauge");
-        for (size_t i = 0; i < p->n_workers; i++)
-                fprintf(f, "elastic_pool_worker_inflight{group=\"%s\",worker=\"w%u\"} %u\n", g, p->workers[i]->id,
-                        p->workers[i]->inflight);
-        metric(f, "worker_forwarded_total", "Responses the front end completed from the worker.", "counter");
         for (size_t i = 0; i < p->n_workers; i++) {
-                const ForwardCounters *fc = p->workers[i]->forward ? forward_pool_counters(p->workers[i]->forward) : NULL;
-                if (fc)
-                        fprintf(f, "elastic_pool_worker_forwarded_total{group=\"%s\",worker=\"w%u\"} %llu\n", g,
-                                p->workers[i]->id, (unsigned long long) fc->requests);
+                (void) status_worker_traffic(v, p->workers[i]->id, &t);
+                fprintf(f, "elastic_pool_worker_inflight{group=\"%s\",worker=\"w%u\"} %u\n", g, p->workers[i]->id,
+                        t.inflight);
         }
+        metric(f, "worker_forwarded_total", "Responses the front end completed from the worker.", "counter");
+        for (size_t i = 0; i < p->n_workers; i++)
+                if (status_worker_traffic(v, p->workers[i]->id, &t) && t.has_forward)
+                        fprintf(f, "elastic_pool_worker_forwarded_total{group=\"%s\",worker=\"w%u\"} %llu\n", g,
+                                p->workers[i]->id, (unsigned long long) t.requests);
         metric(f, "hold", "1 while a decision is held, waits or is refused; the reason is in /_commander/population.",
                "gauge");
-        fprintf(f, "elastic_pool_hold{group=\"%s\",decision=\"scale-up\"} %d\n", g, m->capacity.scale_up_hold.active);
-        fprintf(f, "elastic_pool_hold{group=\"%s\",decision=\"compaction\"} %d\n", g, m->capacity.compaction_hold.active);
+        fprintf(f, "elastic_pool_hold{group=\"%s\",decision=\"scale-up\"} %d\n", g, v->capacity->scale_up_hold.active);
+        fprintf(f, "elastic_pool_hold{group=\"%s\",decision=\"compaction\"} %d\n", g, v->capacity->compaction_hold.active);
         metric(f, "reports_total", "Occupancy reports received.", "counter");
         fprintf(f, "elastic_pool_reports_total{group=\"%s\"} %llu\n", g, (unsigned long long) p->reports_received);
         metric(f, "spawns_total", "Workers started.", "counter");
         fprintf(f, "elastic_pool_spawns_total{group=\"%s\"} %llu\n", g, (unsigned long long) p->spawns);
         metric(f, "deaths_total", "Workers that ended.", "counter");
         fprintf(f, "elastic_pool_deaths_total{group=\"%s\"} %llu\n", g, (unsigned long long) p->deaths);
-        if (m->frontend) {
+        if (v->frontend) {
+                v->frontend->totals(v->frontend_data, &totals);
                 metric(f, "requests_total", "Requests the front end began.", "counter");
-                fprintf(f, "elastic_pool_requests_total{group=\"%s\"} %llu\n", g, (unsigned long long) m->frontend->requests);
+                fprintf(f, "elastic_pool_requests_total{group=\"%s\"} %llu\n", g, (unsigned long long) totals.requests);
                 metric(f, "errors_total", "Error responses made by the front end (4xx for bad input, 5xx).", "counter");
-                fprintf(f, "elastic_pool_errors_total{group=\"%s\"} %llu\n", g, (unsigned long long) m->frontend->errors);
+                fprintf(f, "elastic_pool_errors_total{group=\"%s\"} %llu\n", g, (unsigned long long) totals.errors);
                 metric(f, "connections", "Open client connections.", "gauge");
-                fprintf(f, "elastic_pool_connections{group=\"%s\"} %u\n", g, m->frontend->n_connections);
+                fprintf(f, "elastic_pool_connections{group=\"%s\"} %u\n", g, totals.connections);
         }
 }
 
 static void answer(AdminConnection *c) {
         _cleanup_free_ char *body = NULL;
         _cleanup_fclose_ FILE *f = NULL;
-        Manager *m = c->admin->manager;
+        const StatusView *v = c->admin->view;
         size_t len = 0;
         bool population = streq(c->path, "/_commander/population"), metrics = streq(c->path, "/metrics");
 
@@ -171,9 +173,9 @@ static void answer(AdminConnection *c) {
         if (!f)
                 return;
         if (population)
-                (void) status_write(m, f);
+                (void) status_write(v, f);
         else
-                write_metrics(m, f);
+                write_metrics(v, f);
         if (fflush(f) != 0)
                 return;
         respond(c, 200, "OK", population ? "application/json" : "text/plain; version=0.0.4", body, len);
@@ -253,14 +255,14 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         (void) setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         http_parser_init(&c->parser, HTTP_REQUEST);
         c->parser.data = c;
-        if (sd_event_add_io(a->manager->event, &c->io, cfd, EPOLLIN, on_connection_io, c) < 0 ||
-            sd_event_add_time_relative(a->manager->event, &c->timer, CLOCK_MONOTONIC, ADMIN_TIMEOUT, USEC_PER_SEC,
+        if (sd_event_add_io(a->event, &c->io, cfd, EPOLLIN, on_connection_io, c) < 0 ||
+            sd_event_add_time_relative(a->event, &c->timer, CLOCK_MONOTONIC, ADMIN_TIMEOUT, USEC_PER_SEC,
                                        on_connection_timeout, c) < 0)
                 connection_free(c);
         return 0;
 }
 
-int admin_new(Manager *m, const char *address, Admin **ret) {
+int admin_new(sd_event *event, const char *address, const StatusView *view, Admin **ret) {
         struct sockaddr_storage sa;
         _cleanup_close_ int fd = -EBADF;
         socklen_t len;
@@ -283,14 +285,15 @@ int admin_new(Manager *m, const char *address, Admin **ret) {
         a = calloc(1, sizeof *a);
         if (!a)
                 return log_oom();
-        a->manager = m;
+        a->event = event;
+        a->view = view;
         a->fd = -EBADF;
         a->address = strdup(address);
         if (sa.ss_family == AF_UNIX) {
                 (void) chmod(((struct sockaddr_un *) &sa)->sun_path, 0600);
                 a->unix_path = strdup(((struct sockaddr_un *) &sa)->sun_path);
         }
-        r = sd_event_add_io(m->event, &a->io, fd, EPOLLIN, on_accept, a);
+        r = sd_event_add_io(event, &a->io, fd, EPOLLIN, on_accept, a);
         if (r < 0) {
                 admin_free(a);
                 return r;

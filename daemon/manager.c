@@ -13,10 +13,8 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "admin.h"
 #include "cleanup.h"
 #include "path-util.h"
-#include "frontend-manager.h"
 #include "journal-ids.h"
 #include "log.h"
 #include "macro.h"
@@ -91,8 +89,8 @@ static int load_config(Manager *m, const ManagerOptions *o) {
         return 0;
 }
 
-static void on_frontend_drained(Frontend *fe) {
-        Manager *m = fe->manager;
+static void on_frontend_drained(void *userdata) {
+        Manager *m = userdata;
 
         manager_stop(m, m->stop_why ? m->stop_why : "shutdown");
 }
@@ -114,7 +112,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         (void) sd_notify(false, "STOPPING=1");
         /* clients first: workers keep serving until every accepted request is answered */
         if (m->frontend) {
-                frontend_begin_shutdown(m->frontend, on_frontend_drained);
+                frontend_begin_shutdown(m->frontend, on_frontend_drained, m);
                 return 0;
         }
         manager_stop(m, why);
@@ -124,7 +122,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 void manager_write_status(Manager *m) {
         int r;
 
-        r = status_write_file(m, m->status_path);
+        r = status_write_file(&m->status, m->status_path);
         if (r < 0)
                 log_debug_errno(r, "Failed to write %s: %m", m->status_path);
 }
@@ -139,7 +137,6 @@ static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
 int manager_new(const ManagerOptions *o, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
-        CapacitySources sources;
         int r;
 
         m = calloc(1, sizeof *m);
@@ -176,16 +173,14 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
         r = pool_init(&m->pool, m->event, &m->config, m->group, m->runtime_dir, &manager_pool_hooks, m);
         if (r < 0)
                 return r;
-        manager_capacity_sources(m, &sources);
-        capacity_init(&m->capacity, &m->pool, &m->config, &sources);
+        manager_wire(m);
         if (!o->no_frontend) {
-                FrontendOptions fo = { .state_dir = o->state_dir };
-                r = frontend_new(m, &fo, &m->frontend);
+                r = manager_add_frontend(m, o->state_dir);
                 if (r < 0)
                         return r;
         }
         if (m->config.admin_listen) {
-                r = admin_new(m, m->config.admin_listen, &m->admin);
+                r = admin_new(m->event, m->config.admin_listen, &m->status, &m->admin);
                 if (r < 0)
                         return r;
         }
@@ -202,7 +197,11 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         m->admin = admin_free(m->admin);
+        /* the front end first: its connections end, and with them every exchange held or open */
         m->frontend = frontend_free(m->frontend);
+        m->frontend_hooks = NULL;
+        moves_done(&m->moves);
+        surface_done(&m->surface);
         capacity_done(&m->capacity);
         pool_done(&m->pool);
         m->stop_deadline = sd_event_source_disable_unref(m->stop_deadline);
@@ -271,8 +270,8 @@ int manager_run(Manager *m) {
 static void on_worker_routable(Worker *w, void *userdata) {
         Manager *m = userdata;
 
-        if (m->on_worker_routable)
-                m->on_worker_routable(m, w);
+        if (m->frontend_hooks)
+                m->frontend_hooks->worker_routable(m->frontend, w->id, w->socket_path);
         manager_maybe_ready(m);
         capacity_check(&m->capacity);
         manager_write_status(m);
@@ -281,15 +280,21 @@ static void on_worker_routable(Worker *w, void *userdata) {
 static void on_worker_draining(Worker *w, void *userdata) {
         Manager *m = userdata;
 
-        if (m->on_worker_draining)
-                m->on_worker_draining(m, w);
+        if (m->frontend_hooks)
+                m->frontend_hooks->worker_draining(m->frontend, w->id);
 }
 
 static void on_worker_gone(Worker *w, void *userdata) {
         Manager *m = userdata;
+        unsigned n;
 
-        if (m->on_worker_gone)
-                m->on_worker_gone(m, w);
+        move_worker_gone(&m->moves, w->id);
+        n = surface_worker_gone(&m->surface, w->id);
+        if (n > 0)
+                log_warning("%u users lived on %s, which is gone: each is placed again on its next request "
+                            "(its state there is lost)", n, WORKER_NAME(w));
+        if (m->frontend_hooks)
+                m->frontend_hooks->worker_gone(m->frontend, w->id);
 }
 
 static void on_report(Worker *w, const Row *row, void *userdata) {
@@ -301,8 +306,7 @@ static void on_report(Worker *w, const Row *row, void *userdata) {
 static void on_move_frame(Worker *w, const Frame *f, void *userdata) {
         Manager *m = userdata;
 
-        if (m->on_move_frame)
-                m->on_move_frame(m, w, f);
+        move_on_frame(&m->moves, w, f);
 }
 
 static void on_pool_changed(Pool *p, void *userdata) {
@@ -312,8 +316,17 @@ static void on_pool_changed(Pool *p, void *userdata) {
         manager_write_status(m);
 }
 
+static bool worker_traffic(unsigned worker, WorkerTraffic *ret, void *userdata) {
+        Manager *m = userdata;
+
+        return status_worker_traffic(&m->status, worker, ret);
+}
+
 static unsigned worker_inflight(const Worker *w, void *userdata) {
-        return w->inflight;
+        WorkerTraffic t;
+
+        (void) worker_traffic(w->id, &t, userdata);
+        return t.inflight;
 }
 
 static void on_pool_stopped(Pool *p, void *userdata) {
@@ -337,23 +350,63 @@ static unsigned worker_users(unsigned worker, void *userdata) {
         Manager *m = userdata;
 
         /* the surface is the one record of who lives where: never a copy to keep in sync */
-        return m->frontend ? surface_worker_users(&m->frontend->surface, worker) : 0;
+        return surface_worker_users(&m->surface, worker);
 }
 
-static bool worker_traffic(unsigned worker, WorkerTraffic *ret, void *userdata) {
+static unsigned held_requests(const char *user, void *userdata) {
         Manager *m = userdata;
-        Worker *w = pool_get_worker(&m->pool, worker);
 
-        if (!m->frontend || !w)
-                return false;
-        frontend_worker_traffic(m->frontend, w, ret);
-        return true;
+        return m->frontend_hooks ? m->frontend_hooks->held_requests(m->frontend, user) : 0;
 }
 
-void manager_capacity_sources(Manager *m, CapacitySources *ret) {
-        *ret = (CapacitySources) {
+static void release_held(const char *user, void *userdata) {
+        Manager *m = userdata;
+
+        if (m->frontend_hooks)
+                m->frontend_hooks->release_held(m->frontend, user);
+}
+
+void manager_wire(Manager *m) {
+        const CapacitySources sources = {
                 .worker_users = worker_users,
                 .worker_traffic = worker_traffic,
                 .userdata = m,
         };
+        const MoveHooks move_hooks = {
+                .held_requests = held_requests,
+                .release_held = release_held,
+                .userdata = m,
+        };
+
+        capacity_init(&m->capacity, &m->pool, &m->config, &sources);
+        surface_init(&m->surface);
+        /* within half the hold timeout, so a held request is released (to A or B) before it would 503 */
+        moves_init(&m->moves, m->event, &m->pool, &m->surface, m->config.hold_timeout / 2, &move_hooks);
+        m->placement = (Placement) {
+                .pool = &m->pool,
+                .capacity = &m->capacity,
+                .surface = &m->surface,
+                .moves = &m->moves,
+        };
+        m->status = (StatusView) { .group = m->group, .pool = &m->pool, .capacity = &m->capacity };
+}
+
+int manager_add_frontend(Manager *m, const char *state_dir) {
+        const FrontendOptions o = {
+                .event = m->event,
+                .config = &m->config,
+                .group = m->group,
+                .state_dir = state_dir,
+                .commander = &placement_ops,
+                .commander_userdata = &m->placement,
+        };
+        int r;
+
+        r = frontend_new(&o, &m->frontend);
+        if (r < 0)
+                return r;
+        m->frontend_hooks = &frontend_hooks;
+        m->status.frontend = m->frontend_hooks;
+        m->status.frontend_data = m->frontend;
+        return 0;
 }

@@ -9,9 +9,15 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "admin.h"
 #include "capacity.h"
 #include "config.h"
+#include "frontend.h"
+#include "move.h"
+#include "placement.h"
 #include "pool.h"
+#include "status.h"
+#include "surface.h"
 
 typedef struct Manager {
         sd_event *event;
@@ -21,6 +27,10 @@ typedef struct Manager {
 
         Pool pool;            /* the workers and their lifecycle */
         Capacity capacity;    /* the report path and the decisions on it */
+        Surface surface;      /* who lives where */
+        Moves moves;          /* live moves of users between workers */
+        Placement placement;  /* the commander's answers to the front end */
+        StatusView status;    /* what status.json, the admin listener (and later D-Bus) read */
 
         bool notified_ready;
         char *stop_why;       /* set once a stop was asked for (the front end drains first) */
@@ -29,13 +39,9 @@ typedef struct Manager {
         sd_event_source *status_timer;
         char *status_path;    /* runtime_dir/status.json */
 
-        /* hooks of the front end and moves: called from the loop, may be NULL */
-        void (*on_worker_routable)(struct Manager *m, Worker *w);
-        void (*on_worker_draining)(struct Manager *m, Worker *w);
-        void (*on_worker_gone)(struct Manager *m, Worker *w);
-        void (*on_move_frame)(struct Manager *m, Worker *w, const Frame *f);
-        struct Frontend *frontend;
-        struct Admin *admin;
+        Frontend *frontend;   /* NULL with --no-frontend */
+        const FrontendHooks *frontend_hooks; /* its hooks; NULL without one */
+        Admin *admin;
 } Manager;
 
 typedef struct ManagerOptions {
@@ -61,10 +67,17 @@ int manager_run(Manager *m);
 /* Begins an orderly stop: every worker gets SIGTERM, then SIGKILL after stop_timeout. */
 void manager_stop(Manager *m, const char *why);
 
-/* The pool's hooks, as the manager wires them (exposed for tests that build a Manager by hand). */
+/* Sets up everything between the pool and the front end: the capacity shell, the surface, moves,
+ * placement, the status view, all wired. manager_new() does it after the pool; tests that build a
+ * Manager by hand call it after filling m->pool. */
+void manager_wire(Manager *m);
+
+/* Makes the front end and hands it the commander's operations; its hooks reach the rest from then on.
+ * 0 or -errno (logged). */
+int manager_add_frontend(Manager *m, const char *state_dir);
+
+/* The pool's hooks, as manager_wire() sets them. */
 extern const PoolHooks manager_pool_hooks;
-/* The capacity shell's sources of users and traffic, as the manager wires them. */
-void manager_capacity_sources(Manager *m, CapacitySources *ret);
 
 /* Rewrites <runtime dir>/status.json now (also done every second, and on every change of the pool). */
 void manager_write_status(Manager *m);

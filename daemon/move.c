@@ -11,13 +11,13 @@
 #include "log.h"
 #include "macro.h"
 
-static const char *state_name(MoveState s) {
+const char *move_state_to_string(MoveState s) {
         static const char *const table[_MOVE_STATE_MAX] = {
                 [MOVE_QUIESCE] = "quiesce",
                 [MOVE_SNAPSHOT] = "snapshot",
                 [MOVE_INSTALL] = "install",
         };
-        return s >= 0 && s < _MOVE_STATE_MAX ? table[s] : "?";
+        return s >= 0 && s < _MOVE_STATE_MAX ? table[s] : NULL;
 }
 
 static bool can(const Worker *w, ElasticPool__Capability cap) {
@@ -25,12 +25,12 @@ static bool can(const Worker *w, ElasticPool__Capability cap) {
 }
 
 static void move_free(Move *mv) {
-        Frontend *fe = mv->frontend;
+        Moves *m = mv->moves;
 
         if (mv->prev)
                 mv->prev->next = mv->next;
         else
-                fe->moves = mv->next;
+                m->list = mv->next;
         if (mv->next)
                 mv->next->prev = mv->prev;
         if (mv->user && mv->user->move == mv)
@@ -42,8 +42,9 @@ static void move_free(Move *mv) {
 
 /* Ends the move; the user stays on A unless switched. Held requests go wherever the user now is. */
 static void finish(Move *mv, bool switched, const char *outcome) {
-        Frontend *fe = mv->frontend;
+        Moves *m = mv->moves;
         SurfaceUser *u = mv->user;
+        unsigned held = m->hooks.held_requests ? m->hooks.held_requests(u->name, m->hooks.userdata) : 0;
         char span[32];
 
         log_struct(switched ? LOG_INFO : LOG_WARNING,
@@ -52,11 +53,14 @@ static void finish(Move *mv, bool switched, const char *outcome) {
                    "Move %llu of user %s from w%u to w%u %s after %s (%s; %u held requests released)",
                    (unsigned long long) mv->id, u->name, mv->from, mv->to, outcome,
                    format_timespan(span, sizeof span, now_usec(CLOCK_MONOTONIC) - mv->started), mv->why,
-                   u->n_held);
+                   held);
         u->move = NULL;
         mv->user = NULL;
         move_free(mv);
-        router_release_held(fe, u);
+        /* u itself may be forgotten by what this releases (a request that finds its worker gone): the
+         * front end looks the name up once, before it dispatches anything */
+        if (m->hooks.release_held)
+                m->hooks.release_held(u->name, m->hooks.userdata);
 }
 
 static void abort_move(Move *mv, const char *why) {
@@ -64,12 +68,12 @@ static void abort_move(Move *mv, const char *why) {
 
         /* the reason may quote a worker's error text: truncating it is fine, it is a log line */
         (void) !snprintf(outcome, sizeof outcome, "aborted in %s: %.300s; the user stays on w%u",
-                         state_name(mv->state), why, mv->from);
+                         move_state_to_string(mv->state), why, mv->from);
         finish(mv, false, outcome);
 }
 
-static int send_frame(Frontend *fe, unsigned worker, const Frame *f) {
-        Worker *w = pool_get_worker(&fe->manager->pool, worker);
+static int send_frame(Moves *m, unsigned worker, const Frame *f) {
+        Worker *w = pool_get_worker(m->pool, worker);
 
         if (!w || !channel_is_open(w->channel))
                 return -ENOTCONN;
@@ -87,7 +91,7 @@ static void snapshot(Move *mv) {
         req.user = mv->user->name;
         f.body_case = ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST;
         f.snapshot_request = &req;
-        r = send_frame(mv->frontend, mv->from, &f);
+        r = send_frame(mv->moves, mv->from, &f);
         if (r < 0)
                 abort_move(mv, "cannot reach the source worker's channel");
 }
@@ -102,8 +106,8 @@ static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int move_start(Frontend *fe, SurfaceUser *u, unsigned to, const char *why) {
-        Worker *a = pool_get_worker(&fe->manager->pool, u->worker), *b = pool_get_worker(&fe->manager->pool, to);
+int move_start(Moves *m, SurfaceUser *u, unsigned to, const char *why) {
+        Worker *a = pool_get_worker(m->pool, u->worker), *b = pool_get_worker(m->pool, to);
         Move *mv;
         int r;
 
@@ -118,23 +122,22 @@ int move_start(Frontend *fe, SurfaceUser *u, unsigned to, const char *why) {
         if (!mv)
                 return -ENOMEM;
         *mv = (Move) {
-                .frontend = fe,
-                .id = ++fe->next_move_id,
+                .moves = m,
+                .id = ++m->next_id,
                 .user = u,
                 .from = u->worker,
                 .to = to,
                 .state = MOVE_QUIESCE,
                 .started = now_usec(CLOCK_MONOTONIC),
                 .why = strdup(why),
-                .next = fe->moves,
+                .next = m->list,
         };
-        if (fe->moves)
-                fe->moves->prev = mv;
-        fe->moves = mv;
+        if (m->list)
+                m->list->prev = mv;
+        m->list = mv;
         u->move = mv;
-        /* within half the hold timeout, so a held request is released (to A or B) before it would 503 */
-        r = sd_event_add_time_relative(fe->event, &mv->timer, CLOCK_MONOTONIC, fe->config->hold_timeout / 2,
-                                       USEC_PER_MSEC, on_timeout, mv);
+        r = sd_event_add_time_relative(m->event, &mv->timer, CLOCK_MONOTONIC, m->timeout, USEC_PER_MSEC,
+                                       on_timeout, mv);
         if (r < 0) {
                 move_free(mv);
                 return r;
@@ -148,22 +151,22 @@ int move_start(Frontend *fe, SurfaceUser *u, unsigned to, const char *why) {
         return 0;
 }
 
-void move_user_quiesced(Frontend *fe, SurfaceUser *u) {
+void move_user_quiesced(Moves *m, SurfaceUser *u) {
         if (u->move && u->move->state == MOVE_QUIESCE)
                 snapshot(u->move);
 }
 
-static Move *find(Frontend *fe, uint64_t id) {
-        for (Move *mv = fe->moves; mv; mv = mv->next)
+static Move *find(Moves *m, uint64_t id) {
+        for (Move *mv = m->list; mv; mv = mv->next)
                 if (mv->id == id)
                         return mv;
         return NULL;
 }
 
-static void on_package(Frontend *fe, Worker *w, const ElasticPool__Package *p) {
+static void on_package(Moves *m, Worker *w, const ElasticPool__Package *p) {
         ElasticPool__Install install = ELASTIC_POOL__INSTALL__INIT;
         Frame f = ELASTIC_POOL__FRAME__INIT;
-        Move *mv = p->has_move_id ? find(fe, p->move_id) : NULL;
+        Move *mv = p->has_move_id ? find(m, p->move_id) : NULL;
         char why[256];
 
         if (!mv || mv->state != MOVE_SNAPSHOT || w->id != mv->from) {
@@ -184,14 +187,14 @@ static void on_package(Frontend *fe, Worker *w, const ElasticPool__Package *p) {
         install.blob = p->blob;
         f.body_case = ELASTIC_POOL__FRAME__BODY_INSTALL;
         f.install = &install;
-        if (send_frame(fe, mv->to, &f) < 0)
+        if (send_frame(m, mv->to, &f) < 0)
                 abort_move(mv, "cannot reach the target worker's channel");
 }
 
-static void on_install_result(Frontend *fe, Worker *w, const ElasticPool__InstallResult *res) {
+static void on_install_result(Moves *m, Worker *w, const ElasticPool__InstallResult *res) {
         ElasticPool__Drop drop = ELASTIC_POOL__DROP__INIT;
         Frame f = ELASTIC_POOL__FRAME__INIT;
-        Move *mv = res->has_move_id ? find(fe, res->move_id) : NULL;
+        Move *mv = res->has_move_id ? find(m, res->move_id) : NULL;
         SurfaceUser *u;
         char why[256];
         unsigned from;
@@ -208,7 +211,7 @@ static void on_install_result(Frontend *fe, Worker *w, const ElasticPool__Instal
         u = mv->user;
         from = mv->from;
         id = mv->id;
-        r = surface_user_place(&fe->surface, u->name, mv->to, now_usec(CLOCK_MONOTONIC), NULL);
+        r = surface_user_place(m->surface, u->name, mv->to, now_usec(CLOCK_MONOTONIC), NULL);
         if (r < 0) {
                 abort_move(mv, "out of memory");
                 return;
@@ -220,19 +223,19 @@ static void on_install_result(Frontend *fe, Worker *w, const ElasticPool__Instal
         drop.user = u->name;
         f.body_case = ELASTIC_POOL__FRAME__BODY_DROP;
         f.drop = &drop;
-        (void) send_frame(fe, from, &f);
+        (void) send_frame(m, from, &f);
         finish(mv, true, "done");
 }
 
-void move_on_frame(Frontend *fe, Worker *w, const Frame *f) {
+void move_on_frame(Moves *m, Worker *w, const Frame *f) {
         if (f->body_case == ELASTIC_POOL__FRAME__BODY_PACKAGE)
-                on_package(fe, w, f->package);
+                on_package(m, w, f->package);
         else if (f->body_case == ELASTIC_POOL__FRAME__BODY_INSTALL_RESULT)
-                on_install_result(fe, w, f->install_result);
+                on_install_result(m, w, f->install_result);
 }
 
-void move_worker_gone(Frontend *fe, unsigned worker) {
-        for (Move *mv = fe->moves, *next; mv; mv = next) {
+void move_worker_gone(Moves *m, unsigned worker) {
+        for (Move *mv = m->list, *next; mv; mv = next) {
                 next = mv->next;
                 if (mv->to == worker)
                         abort_move(mv, "the target worker is gone");
@@ -241,14 +244,20 @@ void move_worker_gone(Frontend *fe, unsigned worker) {
         }
 }
 
-void move_cancel(Frontend *fe, SurfaceUser *u, const char *why) {
+void move_cancel(Moves *m, SurfaceUser *u, const char *why) {
         if (u->move)
                 abort_move(u->move, why);
 }
 
-void move_free_all(Frontend *fe) {
-        while (fe->moves) {
-                Move *mv = fe->moves;
+void moves_init(Moves *m, sd_event *event, Pool *pool, Surface *surface, usec_t timeout, const MoveHooks *hooks) {
+        *m = (Moves) { .event = event, .pool = pool, .surface = surface, .timeout = timeout };
+        if (hooks)
+                m->hooks = *hooks;
+}
+
+void moves_done(Moves *m) {
+        while (m->list) {
+                Move *mv = m->list;
                 if (mv->user)
                         mv->user->move = NULL;
                 mv->user = NULL;

@@ -1,13 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* Moving user U from worker A to worker B, live: (1) flag U moving, so its new requests are held in the
- * commander; (2) quiesce: wait until U has no open request; (3) snapshot: ask A for U's package over
- * the channel; (4) install it on B, which answers ok; (5) switch U → B, drop the flag, release the held
- * requests to B and tell A to drop U. B silent or failing past the timeout → abort, U stays on A. A
- * dying mid-move is an ordinary death. Guests never move. */
+/* Moving user U from worker A to worker B, live: (1) flag U moving, so its new requests are held (the
+ * front end holds them while the commander answers "held"); (2) quiesce: wait until U has no open
+ * request; (3) snapshot: ask A for U's package over the channel; (4) install it on B, which answers ok;
+ * (5) switch U → B, drop the flag, release the held requests (to B) and tell A to drop U. B silent or
+ * failing past the timeout → abort, U stays on A. A dying mid-move is an ordinary death. Guests never
+ * move.
+ *
+ * A commander service: it changes the surface and talks to workers over their channels; the front end
+ * hears of a move's end only through MoveHooks. */
 
-#include "frontend-manager.h"
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "frame.h"
+#include "pool.h"
+#include "surface.h"
+#include "time-util.h"
 
 typedef enum MoveState {
         MOVE_QUIESCE,
@@ -17,8 +29,12 @@ typedef enum MoveState {
         _MOVE_STATE_INVALID = -EINVAL,
 } MoveState;
 
+const char *move_state_to_string(MoveState s);
+
+typedef struct Moves Moves;
+
 struct Move {
-        Frontend *frontend;
+        Moves *moves;
         Move *prev, *next;
         uint64_t id;
         SurfaceUser *user;
@@ -29,15 +45,39 @@ struct Move {
         char *why;
 };
 
-/* Starts moving u to worker `to`. 0, -EBUSY when u already moves, -EOPNOTSUPP when A cannot snapshot or
- * B cannot install users (the caller keeps u where it is), -errno. */
-int move_start(Frontend *fe, SurfaceUser *u, unsigned to, const char *why);
+typedef struct MoveHooks {
+        /* Requests of user held while it moves (for the journal line of the move's end). */
+        unsigned (*held_requests)(const char *user, void *userdata);
+        /* The move of user ended, either way: its held requests go wherever it lives now. */
+        void (*release_held)(const char *user, void *userdata);
+        void *userdata;
+} MoveHooks;
+
+struct Moves {
+        sd_event *event;
+        Pool *pool;          /* the workers' channels and capabilities */
+        Surface *surface;    /* where users live */
+        usec_t timeout;      /* a move gives up past this (half the hold timeout) */
+        MoveHooks hooks;
+        Move *list;          /* in progress */
+        uint64_t next_id;
+};
+
+/* timeout: how long a move may take before it is aborted; keep it under the front end's hold timeout,
+ * so a held request is released (to A or B) before it would be answered 503. */
+void moves_init(Moves *m, sd_event *event, Pool *pool, Surface *surface, usec_t timeout, const MoveHooks *hooks);
+/* Ends every move without releasing anything (shutdown). */
+void moves_done(Moves *m);
+
+/* Starts moving u to worker `to`. 0, -EBUSY when u already moves, -ENOENT when A is unknown or B not
+ * routable, -EOPNOTSUPP when A cannot snapshot or B cannot install users (the caller keeps u where it
+ * is), -errno. */
+int move_start(Moves *m, SurfaceUser *u, unsigned to, const char *why);
 /* u's open requests reached zero: a move waiting to quiesce goes on. */
-void move_user_quiesced(Frontend *fe, SurfaceUser *u);
-/* Package and InstallResult frames from a worker's channel. */
-void move_on_frame(Frontend *fe, Worker *w, const Frame *f);
+void move_user_quiesced(Moves *m, SurfaceUser *u);
+/* Package and InstallResult frames from w's channel. */
+void move_on_frame(Moves *m, Worker *w, const Frame *f);
 /* The worker is gone: moves from or to it end (from: U's state is gone with it; to: U stays). */
-void move_worker_gone(Frontend *fe, unsigned worker);
-/* U logs out or leaves: its move is cancelled. */
-void move_cancel(Frontend *fe, SurfaceUser *u, const char *why);
-void move_free_all(Frontend *fe);
+void move_worker_gone(Moves *m, unsigned worker);
+/* u logs out or leaves: its move is cancelled (the held requests are released first). */
+void move_cancel(Moves *m, SurfaceUser *u, const char *why);

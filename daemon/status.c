@@ -17,7 +17,6 @@
 #include "cleanup.h"
 #include "log.h"
 #include "macro.h"
-#include "capacity.h"
 
 static void json_string(FILE *f, const char *s) {
         fputc('"', f);
@@ -55,14 +54,15 @@ static void write_hold(FILE *f, const char *name, const Hold *h, usec_t now) {
         fputc('}', f);
 }
 
-static void write_worker(FILE *f, const Manager *m, const Worker *w, usec_t now) {
+static void write_worker(FILE *f, const StatusView *v, const Worker *w, usec_t now) {
         const Row *last = window_latest(&w->window);
         const Occupancy *o = &w->reading.occupancy;
         usec_t since;
-        Freshness fr = capacity_freshness(&m->capacity, w, now, &since);
+        Freshness fr = capacity_freshness(v->capacity, w, now, &since);
+        WorkerTraffic t;
 
         fprintf(f, "{\"id\":%u,\"name\":\"w%u\",\"state\":\"%s\",\"reception\":%s,\"pid\":%d,", w->id, w->id,
-                worker_state_to_string(w->state), w == m->pool.reception ? "true" : "false", (int) w->pid);
+                worker_state_to_string(w->state), w == v->pool->reception ? "true" : "false", (int) w->pid);
         fprintf(f, "\"occupancy\":%.4f,\"bottleneck\":", o->value);
         if (o->bottleneck >= 0)
                 fprintf(f, "\"%s\"", component_to_string(o->bottleneck));
@@ -83,7 +83,9 @@ static void write_worker(FILE *f, const Manager *m, const Worker *w, usec_t now)
                 json_string(f, w->channel_close_reason);
                 fputc(',', f);
         }
-        fprintf(f, "\"rows\":%u,\"users\":%u,\"inflight\":%u,", w->window.count, capacity_worker_users(&m->capacity, w), w->inflight);
+        (void) status_worker_traffic(v, w->id, &t);
+        fprintf(f, "\"rows\":%u,\"users\":%u,\"inflight\":%u,", w->window.count, capacity_worker_users(v->capacity, w),
+                t.inflight);
         if (last) {
                 fprintf(f, "\"last_report_ms_ago\":%llu,\"cpu\":", (unsigned long long) ((now - last->received) / USEC_PER_MSEC));
                 json_number_or_null(f, last->has_cpu, last->cpu);
@@ -107,38 +109,43 @@ static void write_worker(FILE *f, const Manager *m, const Worker *w, usec_t now)
         fputc('}', f);
 }
 
-int status_write(Manager *m, FILE *f) {
+bool status_worker_traffic(const StatusView *v, unsigned worker, WorkerTraffic *ret) {
+        *ret = (WorkerTraffic) {};
+        return v->frontend && v->frontend->worker_traffic(v->frontend_data, worker, ret);
+}
+
+int status_write(const StatusView *v, FILE *f) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         PolicyInput in;
         Ledger l;
 
-        capacity_policy_input(&m->capacity, &in);
-        policy_ledger(&in, &m->capacity.policy, &l);
+        capacity_policy_input(v->capacity, &in);
+        policy_ledger(&in, &v->capacity->policy, &l);
         fputs("{\"group\":", f);
-        json_string(f, m->group);
+        json_string(f, v->group);
         fprintf(f, ",\"backend\":\"%s\",\"stopping\":%s,\"workers\":[",
-                backend_kind_to_string(m->pool.backend->vtable->kind), m->pool.stopping ? "true" : "false");
-        for (size_t i = 0; i < m->pool.n_workers; i++) {
+                backend_kind_to_string(v->pool->backend->vtable->kind), v->pool->stopping ? "true" : "false");
+        for (size_t i = 0; i < v->pool->n_workers; i++) {
                 if (i > 0)
                         fputc(',', f);
-                write_worker(f, m, m->pool.workers[i], now);
+                write_worker(f, v, v->pool->workers[i], now);
         }
         fprintf(f, "],\"ledger\":{\"n\":%u,\"capacity\":%.4f,\"occupied\":%.4f,\"headroom\":%.4f,\"threshold\":%.4f},",
                 l.n, l.capacity, l.occupied, l.headroom, l.threshold);
         fputs("\"holds\":{", f);
-        write_hold(f, "scale_up", &m->capacity.scale_up_hold, now);
+        write_hold(f, "scale_up", &v->capacity->scale_up_hold, now);
         fputc(',', f);
-        write_hold(f, "compaction", &m->capacity.compaction_hold, now);
-        fprintf(f, "},\"spawn\":{\"failures\":%u,\"given_up\":%s,\"last_error\":", m->pool.throttle.failures,
-                m->pool.throttle.given_up ? "true" : "false");
-        json_string(f, m->pool.throttle.last_error);
+        write_hold(f, "compaction", &v->capacity->compaction_hold, now);
+        fprintf(f, "},\"spawn\":{\"failures\":%u,\"given_up\":%s,\"last_error\":", v->pool->throttle.failures,
+                v->pool->throttle.given_up ? "true" : "false");
+        json_string(f, v->pool->throttle.last_error);
         fprintf(f, "},\"counters\":{\"reports\":%llu,\"spawns\":%llu,\"deaths\":%llu}}\n",
-                (unsigned long long) m->pool.reports_received, (unsigned long long) m->pool.spawns,
-                (unsigned long long) m->pool.deaths);
+                (unsigned long long) v->pool->reports_received, (unsigned long long) v->pool->spawns,
+                (unsigned long long) v->pool->deaths);
         return ferror(f) ? -EIO : 0;
 }
 
-int status_write_file(Manager *m, const char *path) {
+int status_write_file(const StatusView *v, const char *path) {
         _cleanup_free_ char *tmp = NULL;
         _cleanup_fclose_ FILE *f = NULL;
         int fd, r;
@@ -156,7 +163,7 @@ int status_write_file(Manager *m, const char *path) {
                 return r;
         }
         (void) fchmod(fd, 0644);
-        r = status_write(m, f);
+        r = status_write(v, f);
         if (r >= 0 && fflush(f) != 0)
                 r = -errno;
         if (r >= 0 && rename(tmp, path) < 0)

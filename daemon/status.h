@@ -1,12 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/* The pool's state as one JSON document: workers with occupancy and components, freshness, holds with
+ * their reasons, the ledger. Written to <runtime dir>/status.json every second (for the demo and for
+ * operators with nothing but a shell) and served by the admin listener. */
+
+#include <stdbool.h>
 #include <stdio.h>
 
-#include "manager.h"
+#include "capacity.h"
+#include "frontend-port.h"
+#include "pool.h"
+
+/* What the status surfaces read: the manager's parts, and the front end through its hooks. */
+typedef struct StatusView {
+        const char *group;
+        Pool *pool;
+        Capacity *capacity;
+        const FrontendHooks *frontend; /* NULL without a front end */
+        void *frontend_data;
+} StatusView;
+
+/* What the front end measured of wN; false (and zeros) without a front end. */
+bool status_worker_traffic(const StatusView *v, unsigned worker, WorkerTraffic *ret);
 
 /* The pool as JSON on f. 0 or -EIO. */
-int status_write(Manager *m, FILE *f);
+int status_write(const StatusView *v, FILE *f);
 
 /* Atomically replaces path with the current JSON (temp file + rename). 0 or -errno. */
-int status_write_file(Manager *m, const char *path);
+int status_write_file(const StatusView *v, const char *path);

@@ -78,10 +78,6 @@ typedef struct Worker {
         Window window;
         Reading reading;
         PolicyShare share;
-
-        /* the front end's, until it keeps them itself */
-        uint32_t inflight;  /* requests forwarded and not yet answered */
-        struct ForwardPool *forward; /* the front end's connections to it (NULL without a front end) */
 } Worker;
 
 int worker_new(Pool *p, unsigned id, Worker **ret);

@@ -4,15 +4,19 @@
 /* One request/response exchange of the front end: a client stream (a request on an HTTP/1.1
  * connection, or an HTTP/2 stream) on one side, a worker's keep-alive HTTP/1.1 connection on the other.
  *
- *   client side (h1-connection.c, h2-connection.c)      router (frontend.c)         forward side (forward.c)
- *   parses the request head, fills x->req ------>  exchange_begin(x):
- *                                                  user from cookie, worker,
- *                                                  holds, 503s              ---> forward_start(x)
- *   body bytes        --> exchange_request_body() ------------------------------> upstream socket
- *                                                                                 response head parsed
- *   ClientOps.response_head <------------------  exchange_response_head():  <--- (login/logout, cookie,
- *                                                  Elastic-Pool-User, cookie      placement)
- *   ClientOps.response_body <------------------------------------------------------ body bytes
+ *   client side (h1-*.c, h2-*.c)         exchange.c / router.c / session.c      forward side (forward*.c)
+ *   parses the request head, fills x->req --> exchange_begin(x):
+ *                                             user from cookie (session.c), worker
+ *                                             from the commander, holds, 503s
+ *                                             (router.c)                    -----> forward_start(x)
+ *   body bytes  --> exchange_request_body() ---------------------------------------> upstream socket
+ *                                                                                    response head parsed
+ *   ClientOps.response_head <---------------- exchange_response_head():  <--------- (through x->replies)
+ *                                             login/logout, Set-Cookie
+ *   ClientOps.response_body <------------------------------------------------------- body bytes
+ *
+ * Calls go one way, down the picture: the client side and the forward side are each reached back only
+ * through a table of function pointers (ClientOps, ExchangeReplies), so neither depends on the router.
  *
  * Ownership: the client side allocates the Exchange (exchange_new) and frees it (exchange_free) once
  * it is done with it, which detaches the forward side first. The forward side never frees it.
@@ -24,6 +28,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "time-util.h"
@@ -31,6 +37,7 @@
 typedef struct Exchange Exchange;
 typedef struct Frontend Frontend;
 typedef struct Upstream Upstream;
+typedef struct HeldBody HeldBody;
 
 /* Field names and values point into memory owned by whoever filled the head (the client side's
  * buffer or arena, the forward side's buffer) and stay valid for the exchange's life or, for the
@@ -95,6 +102,15 @@ typedef struct ClientOps {
         void (*request_continue)(Exchange *x);
 } ClientOps;
 
+/* What the forward side calls back on an exchange (the router's, set by exchange_new(); a fake in the
+ * forward side's unit test), through the inline exchange_response_*() and exchange_fail() below. */
+typedef struct ExchangeReplies {
+        int (*response_head)(Exchange *x, ResponseHead *h, const char *user, size_t user_len);
+        int (*response_body)(Exchange *x, const void *data, size_t size);
+        int (*response_end)(Exchange *x);
+        void (*response_fail)(Exchange *x, unsigned status, const char *reason);
+} ExchangeReplies;
+
 typedef enum ExchangeState {
         EXCHANGE_NEW,
         EXCHANGE_HELD,       /* its user is moving: waits in the commander (hold_timeout → 503) */
@@ -109,6 +125,7 @@ struct Exchange {
         Frontend *frontend;
         const ClientOps *client;
         void *client_data;         /* the h1 connection or h2 stream */
+        const ExchangeReplies *replies;
 
         RequestHead req;
         struct sockaddr_storage peer; /* the client's address, for X-Forwarded-For */
@@ -119,6 +136,8 @@ struct Exchange {
 
         ExchangeState state;
         char *user;                /* resolved from the sticky cookie; NULL for a guest */
+        uint64_t cookie_issued;    /* issue stamp of the sticky cookie that named user */
+        uint64_t ticket;           /* the commander's ticket of the request's user (CommanderOps) */
         unsigned worker;           /* wN it was forwarded to; 0 before */
         Upstream *upstream;        /* the worker connection while forwarding */
         bool request_body_done;
@@ -130,6 +149,7 @@ struct Exchange {
         /* held while the user moves */
         Exchange *held_next;
         usec_t held_since;
+        HeldBody *held_body;       /* body bytes that arrived while it was held */
 };
 
 /* Called by the client side. */
@@ -152,13 +172,29 @@ void exchange_response_resume(Exchange *x);
 /* The worker's response head (fields filtered, framing decided); user/user_len is the value of its
  * Elastic-Pool-User header (NULL when absent). The router logs the user in or out, adds its
  * Set-Cookie to h->extra, and hands the head to the client. Returns what ClientOps.response_head did. */
-int exchange_response_head(Exchange *x, ResponseHead *h, const char *user, size_t user_len);
-int exchange_response_body(Exchange *x, const void *data, size_t size);
-int exchange_response_end(Exchange *x);
+static inline int exchange_response_head(Exchange *x, ResponseHead *h, const char *user, size_t user_len) {
+        return x->replies->response_head(x, h, user, user_len);
+}
+static inline int exchange_response_body(Exchange *x, const void *data, size_t size) {
+        return x->replies->response_body(x, data, size);
+}
+static inline int exchange_response_end(Exchange *x) {
+        return x->replies->response_end(x);
+}
 /* The worker side failed: before a head went out the client gets status (502, 504 …) with reason,
  * after it the response is aborted. Logged with the request id. */
-void exchange_fail(Exchange *x, unsigned status, const char *reason);
+static inline void exchange_fail(Exchange *x, unsigned status, const char *reason) {
+        x->replies->response_fail(x, status, reason);
+}
 
 /* Case-insensitive field lookup helpers for both sides. */
-bool header_name_is(const HeaderField *f, const char *name);
-const HeaderField *header_find(const HeaderField *fields, size_t n, const char *name);
+static inline bool header_name_is(const HeaderField *f, const char *name) {
+        return strlen(name) == f->name_len && strncasecmp(f->name, name, f->name_len) == 0;
+}
+
+static inline const HeaderField *header_find(const HeaderField *fields, size_t n, const char *name) {
+        for (size_t i = 0; i < n; i++)
+                if (header_name_is(&fields[i], name))
+                        return &fields[i];
+        return NULL;
+}

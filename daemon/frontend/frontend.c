@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The front end's lifecycle: listeners (listen= or sockets handed over by systemd), client connection
- * bookkeeping, the worker hooks that give each routable worker its forward pool, and shutdown. */
+/* The front end's lifecycle: listeners (listen= or sockets handed over by systemd), the hooks the
+ * commander calls (frontend-port.h): each routable worker's forward pool, the release of held requests,
+ * what the front end measured; the sweep of leaked open requests, and shutdown. */
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -20,175 +22,19 @@
 #include <unistd.h>
 
 #include "cleanup.h"
-#include "path-util.h"
 #include "fd-util.h"
-#include "forward.h"
-#include "frontend-manager.h"
+#include "frontend-internal.h"
 #include "log.h"
 #include "macro.h"
-#include "move.h"
+#include "path-util.h"
+#include "router.h"
 
 #define LISTEN_BACKLOG 4096
 #define SWEEP_INTERVAL (60 * USEC_PER_SEC)
 #define SWEEP_MAX_AGE (3600 * USEC_PER_SEC)
-/* Error lines (request errors and client-caused ones) per second; the rest are counted and summed up. */
-#define ERROR_LINES_PER_SECOND 20U
 /* Requests waiting for a free connection to one worker. Every guest goes to the reception, so one h2
  * client with many streams can queue thousands there; each waits with a few hundred bytes of state. */
 #define UPSTREAM_QUEUE_MAX 16384U
-
-sd_event *frontend_event(Frontend *fe) {
-        return fe->event;
-}
-
-const Config *frontend_config(Frontend *fe) {
-        return fe->config;
-}
-
-bool frontend_shutting_down(Frontend *fe) {
-        return fe->shutting_down;
-}
-
-/* ---- the error lines' rate limit ---- */
-
-/* Appends ", N more <what>" (or " and N more" before the last one) to the summary. */
-static void summary_add(char *buf, size_t size, size_t *len, unsigned n, const char *what, bool last) {
-        const char *sep = *len == 0 ? "" : last ? " and " : ", ";
-        int k;
-
-        if (*len >= size)
-                return;
-        k = snprintf(buf + *len, size - *len, "%s%u more %s", sep, n, what);
-        *len = k < 0 ? size : MIN(size, *len + (size_t) k);
-}
-
-void frontend_log_flush(Frontend *fe) {
-        char summary[512], what[16];
-        unsigned kinds = 0, done = 0;
-        size_t len = 0;
-
-        if (fe->log_suppressed_total == 0)
-                return;
-        for (size_t i = 0; i < FRONTEND_LOG_STATUSES; i++)
-                kinds += fe->log_suppressed[i] > 0;
-        /* statuses in order, then the lines without one */
-        for (size_t i = 1; i <= FRONTEND_LOG_STATUSES; i++) {
-                size_t slot = i % FRONTEND_LOG_STATUSES;
-                unsigned n = fe->log_suppressed[slot];
-
-                if (n == 0)
-                        continue;
-                if (slot == 0)
-                        snprintf(what, sizeof what, "client error%s", n == 1 ? "" : "s");
-                else
-                        snprintf(what, sizeof what, "%zu%s", slot + 399, n == 1 ? "" : "s");
-                summary_add(summary, sizeof summary, &len, n, what, ++done == kinds && kinds > 1);
-                fe->log_suppressed[slot] = 0;
-        }
-        log_notice("... and %s in the last second (error lines are rate-limited to %u a second)", summary,
-                   ERROR_LINES_PER_SECOND);
-        fe->log_suppressed_total = 0;
-}
-
-static int on_log_flush(sd_event_source *s, uint64_t usec, void *userdata) {
-        frontend_log_flush(userdata);
-        return 0;
-}
-
-/* Whether one more error line may go out now; counts it by status when not. */
-static bool log_admit(Frontend *fe, unsigned status) {
-        usec_t now = now_usec(CLOCK_MONOTONIC);
-
-        if (now - fe->log_window_start >= USEC_PER_SEC) {
-                frontend_log_flush(fe);
-                fe->log_window_start = now;
-                fe->log_in_window = 0;
-        }
-        if (fe->log_in_window < ERROR_LINES_PER_SECOND) {
-                fe->log_in_window++;
-                return true;
-        }
-        fe->log_suppressed[status >= 400 && status <= 599 ? status - 399 : 0]++;
-        /* the first line left out in this second: report the count when the second ends, whether or not
-         * another line comes to roll the window over */
-        if (fe->log_suppressed_total++ == 0 && fe->log_flush_timer) {
-                usec_t end = fe->log_window_start + USEC_PER_SEC;
-
-                if (sd_event_source_set_time_relative(fe->log_flush_timer, end > now ? end - now : 0) < 0 ||
-                    sd_event_source_set_enabled(fe->log_flush_timer, SD_EVENT_ONESHOT) < 0)
-                        log_debug("Cannot arm the error log's flush timer; the count goes out with the "
-                                  "next line");
-        }
-        return false;
-}
-
-void frontend_log_client_error(Frontend *fe, const char *format, ...) {
-        char buf[1024];
-        va_list ap;
-
-        if (!log_admit(fe, 0))
-                return;
-        va_start(ap, format);
-        vsnprintf(buf, sizeof buf, format, ap);
-        va_end(ap);
-        log_notice("%s", buf);
-}
-
-const char *request_log_fields(char *buf, size_t size, const Exchange *x, unsigned status) {
-        if (status > 0)
-                snprintf(buf, size, "EP_REQUEST_ID=%s\nEP_STATUS=%u", x->id, status);
-        else
-                snprintf(buf, size, "EP_REQUEST_ID=%s", x->id);
-        return buf;
-}
-
-void frontend_log_request(Frontend *fe, const Exchange *x, unsigned status, const char *format, ...) {
-        char buf[1024], extra[REQUEST_LOG_FIELDS_MAX];
-        va_list ap;
-
-        if (!log_admit(fe, status))
-                return;
-        va_start(ap, format);
-        vsnprintf(buf, sizeof buf, format, ap);
-        va_end(ap);
-        log_struct(status >= 500 ? LOG_WARNING : LOG_NOTICE,
-                   LOG_FIELDS(.event = status > 0 ? "request-error" : "client-error",
-                              .worker = (int) x->worker, .user = x->user,
-                              .extra = request_log_fields(extra, sizeof extra, x, status)),
-                   "%s", buf);
-}
-
-/* ---- connections ---- */
-
-static void maybe_drained(Frontend *fe);
-
-void frontend_connection_register(Frontend *fe, FrontendConnection *c, const FrontendConnectionOps *ops,
-                                  const struct sockaddr_storage *peer) {
-        c->ops = ops;
-        c->frontend = fe;
-        c->peer = *peer;
-        c->opened = now_usec(CLOCK_MONOTONIC);
-        c->prev = NULL;
-        c->next = fe->connections;
-        if (fe->connections)
-                fe->connections->prev = c;
-        fe->connections = c;
-        fe->n_connections++;
-}
-
-void frontend_connection_unregister(Frontend *fe, FrontendConnection *c) {
-        if (c->prev)
-                c->prev->next = c->next;
-        else if (fe->connections == c)
-                fe->connections = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        c->prev = c->next = NULL;
-        if (fe->n_connections > 0)
-                fe->n_connections--;
-        if (fe->shutting_down)
-                maybe_drained(fe);
-}
 
 /* ---- listeners ---- */
 
@@ -417,67 +263,107 @@ static void close_listeners(Frontend *fe) {
         fe->n_listeners = 0;
 }
 
-/* ---- the workers' forward pools ---- */
+/* ---- the hooks the commander calls ---- */
 
-static Frontend *frontend_of(Manager *m) {
-        return m->frontend;
+static int ensure_forward_slot(Frontend *fe, unsigned worker) {
+        ForwardPool **a;
+        unsigned n;
+
+        if (worker < fe->forward_slots)
+                return 0;
+        n = MAX(MAX(worker + 1, fe->forward_slots * 2), 16U);
+        a = reallocarray(fe->forward, n, sizeof *a);
+        if (!a)
+                return -ENOMEM;
+        memset(a + fe->forward_slots, 0, (n - fe->forward_slots) * sizeof *a);
+        fe->forward = a;
+        fe->forward_slots = n;
+        return 0;
 }
 
-static void on_worker_routable(Manager *m, Worker *w) {
-        Frontend *fe = frontend_of(m);
+static void on_worker_routable(void *userdata, unsigned worker, const char *socket_path) {
+        Frontend *fe = userdata;
         ForwardOptions o = {
                 .max_connections = fe->config->upstream_connections,
                 .max_queued = UPSTREAM_QUEUE_MAX,
                 .response_timeout = fe->config->response_timeout,
                 .idle_timeout = fe->config->idle_timeout,
                 .cookie_name = COOKIE_NAME,
-                .worker_id = w->id,
+                .worker_id = worker,
         };
         int r;
 
-        if (w->forward)
+        if (frontend_forward_pool(fe, worker))
                 return;
-        r = forward_pool_new(fe->event, w->socket_path, &o, &w->forward);
+        r = ensure_forward_slot(fe, worker);
+        if (r >= 0)
+                r = forward_pool_new(fe->event, socket_path, &o, &fe->forward[worker]);
         if (r < 0) {
-                log_error_errno(r, "Failed to set up forwarding to %s: %m", WORKER_NAME(w));
+                log_error_errno(r, "Failed to set up forwarding to w%u: %m", worker);
                 return;
         }
         listeners_start(fe, "a worker is routable");
 }
 
-static void on_worker_draining(Manager *m, Worker *w) {
-        if (w->forward)
-                forward_pool_drain(w->forward);
+static void on_worker_draining(void *userdata, unsigned worker) {
+        ForwardPool *p = frontend_forward_pool(userdata, worker);
+
+        if (p)
+                forward_pool_drain(p);
 }
 
-static void on_worker_gone(Manager *m, Worker *w) {
-        Frontend *fe = frontend_of(m);
-        unsigned n;
+static void on_worker_gone(void *userdata, unsigned worker) {
+        Frontend *fe = userdata;
 
-        move_worker_gone(fe, w->id);
-        n = surface_worker_gone(&fe->surface, w->id);
-        if (n > 0)
-                log_warning("%u users lived on %s, which is gone: each is placed again on its next request "
-                            "(its state there is lost)", n, WORKER_NAME(w));
         /* answers what is still on it: 502 before a head, an aborted response after */
-        w->forward = forward_pool_free(w->forward);
+        if (worker < fe->forward_slots)
+                fe->forward[worker] = forward_pool_free(fe->forward[worker]);
 }
 
-static void on_move_frame(Manager *m, Worker *w, const Frame *f) {
-        move_on_frame(frontend_of(m), w, f);
+static unsigned held_requests(void *userdata, const char *user) {
+        HeldQueue *q = strmap_get(&((Frontend *) userdata)->held, user);
+
+        return q ? q->n : 0;
 }
 
-void frontend_worker_traffic(Frontend *fe, const Worker *w, WorkerTraffic *ret) {
-        const ForwardCounters *c = w->forward ? forward_pool_counters(w->forward) : NULL;
+static void release_held(void *userdata, const char *user) {
+        router_release_held(userdata, user);
+}
 
-        *ret = (WorkerTraffic) { .inflight = surface_worker_open(&fe->surface, w->id) };
+static bool worker_traffic(void *userdata, unsigned worker, WorkerTraffic *ret) {
+        Frontend *fe = userdata;
+        ForwardPool *p = frontend_forward_pool(fe, worker);
+        const ForwardCounters *c = p ? forward_pool_counters(p) : NULL;
+
+        *ret = (WorkerTraffic) { .inflight = open_requests_worker(&fe->open, worker) };
         if (!c)
-                return;
+                return true;
         ret->has_forward = true;
         ret->requests = c->requests;
         ret->errors = c->errors;
         ret->busy_usec = c->busy_usec;
+        return true;
 }
+
+static void totals(void *userdata, FrontendTotals *ret) {
+        Frontend *fe = userdata;
+
+        *ret = (FrontendTotals) {
+                .requests = fe->requests,
+                .errors = fe->errors,
+                .connections = fe->n_connections,
+        };
+}
+
+const FrontendHooks frontend_hooks = {
+        .worker_routable = on_worker_routable,
+        .worker_draining = on_worker_draining,
+        .worker_gone = on_worker_gone,
+        .held_requests = held_requests,
+        .release_held = release_held,
+        .worker_traffic = worker_traffic,
+        .totals = totals,
+};
 
 /* ---- lifecycle ---- */
 
@@ -508,7 +394,7 @@ static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata) {
         Frontend *fe = userdata;
         /* the clock now, not the (coarse) time the timer was due: requests that began in between
          * would otherwise look older than an hour */
-        unsigned n = surface_sweep(&fe->surface, now_usec(CLOCK_MONOTONIC), SWEEP_MAX_AGE);
+        unsigned n = router_sweep(fe, now_usec(CLOCK_MONOTONIC), SWEEP_MAX_AGE);
 
         if (n > 0)
                 log_warning("Swept %u open-request entries older than an hour; an exchange leaked them", n);
@@ -518,7 +404,7 @@ static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int frontend_new(Manager *m, const FrontendOptions *o, Frontend **ret) {
+int frontend_new(const FrontendOptions *o, Frontend **ret) {
         _cleanup_free_ char *key_error = NULL;
         Frontend *fe;
         int r;
@@ -526,10 +412,12 @@ int frontend_new(Manager *m, const FrontendOptions *o, Frontend **ret) {
         fe = calloc(1, sizeof *fe);
         if (!fe)
                 return log_oom();
-        fe->manager = m;
-        fe->event = m->event;
-        fe->config = &m->config;
-        surface_init(&fe->surface);
+        fe->event = o->event;
+        fe->config = o->config;
+        fe->commander = o->commander;
+        fe->commander_userdata = o->commander_userdata;
+        open_requests_init(&fe->open);
+        strmap_init(&fe->held);
         cookie_revocations_init(&fe->revocations, fe->config->max_revoked_users);
         /* cookies of ours are stamped after this; one stamped before it was issued by an earlier run */
         fe->cookie_epoch = cookie_stamp(&fe->revocations, now_usec(CLOCK_REALTIME));
@@ -537,7 +425,7 @@ int frontend_new(Manager *m, const FrontendOptions *o, Frontend **ret) {
         if (getrandom(fe->prng, sizeof fe->prng, 0) != sizeof fe->prng || (fe->prng[0] | fe->prng[1]) == 0)
                 fe->prng[0] = now_usec(CLOCK_REALTIME), fe->prng[1] = (uint64_t) getpid() | 1;
 
-        r = frontend_state_dir(m->group, o->state_dir, &fe->state_dir);
+        r = frontend_state_dir(o->group, o->state_dir, &fe->state_dir);
         if (r < 0) {
                 log_error_errno(r, "No state directory for the cookie key: pass --state-dir");
                 goto fail;
@@ -569,17 +457,9 @@ int frontend_new(Manager *m, const FrontendOptions *o, Frontend **ret) {
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(fe->sweep_timer, SD_EVENT_ON);
-        r = sd_event_add_time_relative(fe->event, &fe->log_flush_timer, CLOCK_MONOTONIC, USEC_PER_SEC,
-                                       100 * USEC_PER_MSEC, on_log_flush, fe);
+        r = error_log_init(fe);
         if (r < 0)
                 goto fail;
-        (void) sd_event_source_set_enabled(fe->log_flush_timer, SD_EVENT_OFF);
-
-        m->frontend = fe;
-        m->on_worker_routable = on_worker_routable;
-        m->on_worker_draining = on_worker_draining;
-        m->on_worker_gone = on_worker_gone;
-        m->on_move_frame = on_move_frame;
         *ret = fe;
         return 0;
 fail:
@@ -593,19 +473,15 @@ Frontend *frontend_free(Frontend *fe) {
         while (fe->connections)
                 fe->connections->ops->close(fe->connections);
         close_listeners(fe);
-        move_free_all(fe);
-        if (fe->manager) {
-                for (size_t i = 0; i < fe->manager->pool.n_workers; i++)
-                        fe->manager->pool.workers[i]->forward =
-                                forward_pool_free(fe->manager->pool.workers[i]->forward);
-                if (fe->manager->frontend == fe)
-                        fe->manager->frontend = NULL;
-        }
-        surface_done(&fe->surface);
+        for (unsigned i = 0; i < fe->forward_slots; i++)
+                fe->forward[i] = forward_pool_free(fe->forward[i]);
+        free(fe->forward);
+        /* every exchange is gone with its connection, the held ones with their queues */
+        assert(strmap_size(&fe->held) == 0);
+        strmap_done(&fe->held);
+        open_requests_done(&fe->open);
         cookie_revocations_done(&fe->revocations);
-        /* what the rate limit left out is reported, not lost with us */
-        frontend_log_flush(fe);
-        fe->log_flush_timer = sd_event_source_disable_unref(fe->log_flush_timer);
+        error_log_done(fe);
         fe->shutdown_deadline = sd_event_source_disable_unref(fe->shutdown_deadline);
         fe->sweep_timer = sd_event_source_disable_unref(fe->sweep_timer);
         fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);
@@ -613,17 +489,6 @@ Frontend *frontend_free(Frontend *fe) {
         free(fe->state_dir);
         free(fe);
         return NULL;
-}
-
-static void maybe_drained(Frontend *fe) {
-        void (*cb)(Frontend *fe) = fe->on_drained;
-
-        if (fe->n_connections > 0 || !cb)
-                return;
-        fe->on_drained = NULL;
-        fe->shutdown_deadline = sd_event_source_disable_unref(fe->shutdown_deadline);
-        log_info("Front end drained: every client connection closed");
-        cb(fe);
 }
 
 static int on_shutdown_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -634,15 +499,16 @@ static int on_shutdown_deadline(sd_event_source *s, uint64_t usec, void *userdat
                     format_timespan(span, sizeof span, fe->config->shutdown_timeout));
         while (fe->connections)
                 fe->connections->ops->close(fe->connections);
-        maybe_drained(fe);
+        frontend_maybe_drained(fe);
         return 0;
 }
 
-void frontend_begin_shutdown(Frontend *fe, void (*on_drained)(Frontend *fe)) {
+void frontend_begin_shutdown(Frontend *fe, void (*on_drained)(void *userdata), void *userdata) {
         if (fe->shutting_down)
                 return;
         fe->shutting_down = true;
         fe->on_drained = on_drained;
+        fe->on_drained_userdata = userdata;
         /* stop accepting first: whatever connects from now on is refused by the kernel, not dropped by us;
          * what the kernel already completed is ours (accepted with shutting_down set: told at once) */
         accept_backlog(fe);
@@ -656,5 +522,5 @@ void frontend_begin_shutdown(Frontend *fe, void (*on_drained)(Frontend *fe)) {
         if (sd_event_add_time_relative(fe->event, &fe->shutdown_deadline, CLOCK_MONOTONIC,
                                        fe->config->shutdown_timeout, USEC_PER_MSEC, on_shutdown_deadline, fe) < 0)
                 on_shutdown_deadline(NULL, 0, fe);
-        maybe_drained(fe);
+        frontend_maybe_drained(fe);
 }

@@ -1,64 +1,37 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The front end of a group: listeners, client connections (HTTP/1.1 and h2c), the router between them
- * and the workers, sticky users. One sd-event loop; per-connection state belongs to the loop that
- * accepted it (so a later version can run one front-end loop per core with SO_REUSEPORT). */
+/* The front end wing of the commander: listeners, client connections (HTTP/1.1 and h2c), the routing of
+ * each request to a worker (sticky by signed cookie), forwarding over the workers' sockets. What the
+ * commander sees of it: made with the CommanderOps it may call, reached through the FrontendHooks it
+ * registers (frontend-port.h), stopped with frontend_begin_shutdown(). */
 
-#include <stdbool.h>
-#include <stdint.h>
-#include <sys/socket.h>
 #include <systemd/sd-event.h>
 
 #include "config.h"
-#include "exchange.h"
+#include "frontend-port.h"
 
-typedef struct Manager Manager;
-typedef struct Surface Surface;
+typedef struct Frontend Frontend;
 
-/* The common head of every client connection, so the front end can reach all of them (shutdown,
- * counts) without knowing their protocol. */
-typedef struct FrontendConnection FrontendConnection;
-typedef struct FrontendConnectionOps {
-        const char *protocol; /* "http/1.1", "h2c" */
-        /* SIGTERM: HTTP/1 answers with Connection: close and gives an idle connection up to 1 s for a
-         * next request; HTTP/2 sends GOAWAY with the last stream id. Nothing accepted is dropped. */
-        void (*shutdown)(FrontendConnection *c);
-        /* The hard deadline passed: close now. */
-        void (*close)(FrontendConnection *c);
-} FrontendConnectionOps;
+typedef struct FrontendOptions {
+        sd_event *event;
+        const Config *config;
+        const char *group;
+        const char *state_dir;           /* NULL: $STATE_DIRECTORY, /var/lib/elastic-pool/<group>, $XDG_STATE_HOME/... */
+        const CommanderOps *commander;   /* what the front end may ask of the commander */
+        void *commander_userdata;
+} FrontendOptions;
 
-struct FrontendConnection {
-        const FrontendConnectionOps *ops;
-        Frontend *frontend;
-        FrontendConnection *prev, *next;
-        struct sockaddr_storage peer;
-        bool peer_trusted; /* peer is in trusted_proxies: its X-Forwarded-Proto is believed */
-        usec_t opened;
-};
+/* Opens the listeners (listen= or LISTEN_FDS) and loads the cookie key. 0 or -errno (logged). */
+int frontend_new(const FrontendOptions *o, Frontend **ret);
+Frontend *frontend_free(Frontend *fe);
 
-/* Client connections register while open, unregister when closing. */
-void frontend_connection_register(Frontend *fe, FrontendConnection *c, const FrontendConnectionOps *ops,
-                                  const struct sockaddr_storage *peer);
-void frontend_connection_unregister(Frontend *fe, FrontendConnection *c);
+/* The front end's hooks; the frontend is their first argument. */
+extern const FrontendHooks frontend_hooks;
 
-sd_event *frontend_event(Frontend *fe);
-const Config *frontend_config(Frontend *fe);
-bool frontend_shutting_down(Frontend *fe);
+/* SIGTERM: stop accepting, let every connection finish what it accepted; calls on_drained(userdata)
+ * once the last connection closed or shutdown_timeout passed (then the rest are closed). */
+void frontend_begin_shutdown(Frontend *fe, void (*on_drained)(void *userdata), void *userdata);
 
-/* Hand-over from the HTTP/1.1 side to HTTP/2 (h2-connection.c): prior-knowledge preface seen, or an
- * Upgrade: h2c request answered with 101. `initial` holds bytes already read from the socket that
- * belong to HTTP/2 (the preface onwards). For an upgrade, settings/settings_len is the decoded
- * HTTP2-Settings payload and upgrade_req the head of the request that becomes stream 1 (copied).
- * Takes fd in all cases (closes it on failure). 0 or -errno. */
-int frontend_h2_accept(Frontend *fe, int fd, const struct sockaddr_storage *peer, const uint8_t *initial,
-                       size_t initial_len, const uint8_t *settings, size_t settings_len,
-                       const RequestHead *upgrade_req);
-
-/* A new client socket from a listener: starts as HTTP/1.1 (which hands over to h2 on a preface).
- * Takes fd in all cases (closes it on failure), like frontend_h2_accept(). 0 or -errno. */
-int frontend_h1_accept(Frontend *fe, int fd, const struct sockaddr_storage *peer);
-
-/* (Also declared in frontend-manager.h; here so that the protocol sides share the front end's rate limit.)
- * A client-caused error worth a line, rate-limited across the front end. */
-void frontend_log_client_error(Frontend *fe, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* The state directory resolution rule (exposed for tests). */
+int frontend_state_dir(const char *group, const char *override, char **ret);

@@ -17,7 +17,8 @@
 #include <systemd/sd-event.h>
 
 #include "exchange.h"
-#include "frontend.h"
+#include "connection.h"
+#include "error-log.h"
 #include "time-util.h"
 
 /* ---- The head pre-scan --------------------------------------------------------------------------

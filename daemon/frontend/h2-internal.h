@@ -16,7 +16,8 @@
 #include <systemd/sd-event.h>
 
 #include "exchange.h"
-#include "frontend.h"
+#include "connection.h"
+#include "error-log.h"
 #include "h2-guard.h"
 #include "macro.h"
 

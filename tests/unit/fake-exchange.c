@@ -37,10 +37,13 @@ static const ClientOps fake_client_ops = {
         .request_body_resume = on_request_body_resume,
 };
 
+static const ExchangeReplies fake_replies;
+
 void fake_exchange_init(FakeExchange *f, const char *method, const char *target, const char *authority) {
         memset(f, 0, sizeof(*f));
         f->x.client = &fake_client_ops;
         f->x.client_data = f;
+        f->x.replies = &fake_replies;
         f->x.req.method = method;
         f->x.req.method_len = strlen(method);
         f->x.req.target = target;
@@ -129,7 +132,7 @@ static void finish(FakeExchange *f) {
                 f->on_finish(f);
 }
 
-int exchange_response_head(Exchange *x, ResponseHead *h, const char *user, size_t user_len) {
+static int on_response_head(Exchange *x, ResponseHead *h, const char *user, size_t user_len) {
         FakeExchange *f = (FakeExchange *) x;
 
         assert_int_equal(f->heads, 0);
@@ -154,7 +157,7 @@ int exchange_response_head(Exchange *x, ResponseHead *h, const char *user, size_
         return f->head_return;
 }
 
-int exchange_response_body(Exchange *x, const void *data, size_t size) {
+static int on_response_body(Exchange *x, const void *data, size_t size) {
         FakeExchange *f = (FakeExchange *) x;
 
         assert_int_equal(f->heads, 1);
@@ -172,7 +175,7 @@ int exchange_response_body(Exchange *x, const void *data, size_t size) {
         return f->on_body ? f->on_body(f, data, size) : 0;
 }
 
-int exchange_response_end(Exchange *x) {
+static int on_response_end(Exchange *x) {
         FakeExchange *f = (FakeExchange *) x;
 
         assert_int_equal(f->heads, 1);
@@ -182,7 +185,7 @@ int exchange_response_end(Exchange *x) {
         return 0;
 }
 
-void exchange_fail(Exchange *x, unsigned status, const char *reason) {
+static void on_fail(Exchange *x, unsigned status, const char *reason) {
         FakeExchange *f = (FakeExchange *) x;
 
         assert_null(x->upstream);
@@ -195,13 +198,10 @@ void exchange_fail(Exchange *x, unsigned status, const char *reason) {
         finish(f);
 }
 
-bool header_name_is(const HeaderField *f, const char *name) {
-        return strlen(name) == f->name_len && strncasecmp(f->name, name, f->name_len) == 0;
-}
-
-const HeaderField *header_find(const HeaderField *fields, size_t n, const char *name) {
-        for (size_t i = 0; i < n; i++)
-                if (header_name_is(fields + i, name))
-                        return fields + i;
-        return NULL;
-}
+/* What the forward side calls back, in place of the router's. */
+static const ExchangeReplies fake_replies = {
+        .response_head = on_response_head,
+        .response_body = on_response_body,
+        .response_end = on_response_end,
+        .response_fail = on_fail,
+};

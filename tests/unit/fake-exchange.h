@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* A fake router for the forward side's tests: implements exchange_response_head/body/end/fail (and the
- * header helpers) by recording every call on a FakeExchange, with hooks a test sets to script the
- * client (pause on body, resume later, push request body when resumed). */
+/* A fake router for the forward side's tests: its ExchangeReplies record every call of
+ * exchange_response_head/body/end/fail on a FakeExchange, with hooks a test sets to script the client
+ * (pause on body, resume later, push request body when resumed). */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -184,16 +184,6 @@ void exchange_response_resume(Exchange *x) {
         fake_exchange_of(x)->resumes++;
 }
 
-bool header_name_is(const HeaderField *f, const char *name) {
-        return f->name_len == strlen(name) && strncasecmp(f->name, name, f->name_len) == 0;
-}
-
-const HeaderField *header_find(const HeaderField *fields, size_t n, const char *name) {
-        for (size_t i = 0; i < n; i++)
-                if (header_name_is(&fields[i], name))
-                        return &fields[i];
-        return NULL;
-}
 
 int fake_respond_head(Exchange *x, unsigned status, const HeaderField *fields, size_t n_fields,
                       bool has_body, bool has_content_length, uint64_t content_length) {

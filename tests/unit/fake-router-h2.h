@@ -12,7 +12,8 @@
 
 #include "config.h"
 #include "exchange.h"
-#include "frontend.h"
+#include "connection.h"
+#include "error-log.h"
 
 typedef struct FakeExchange FakeExchange;
 struct FakeExchange {

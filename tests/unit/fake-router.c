@@ -243,16 +243,6 @@ void exchange_response_resume(Exchange *x) {
         f->response_resumes++;
 }
 
-bool header_name_is(const HeaderField *f, const char *name) {
-        return strlen(name) == f->name_len && strncasecmp(f->name, name, f->name_len) == 0;
-}
-
-const HeaderField *header_find(const HeaderField *fields, size_t n, const char *name) {
-        for (size_t i = 0; i < n; i++)
-                if (header_name_is(&fields[i], name))
-                        return &fields[i];
-        return NULL;
-}
 
 void frontend_connection_register(Frontend *fe, FrontendConnection *c, const FrontendConnectionOps *ops,
                                   const struct sockaddr_storage *peer) {

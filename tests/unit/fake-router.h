@@ -13,7 +13,8 @@
 
 #include "config.h"
 #include "exchange.h"
-#include "frontend.h"
+#include "connection.h"
+#include "error-log.h"
 
 #define FAKE_FIELDS_MAX 128
 

@@ -14,7 +14,6 @@
 #include <cmocka.h>
 
 #include "cleanup.h"
-#include "frontend-manager.h"
 #include "log.h"
 #include "macro.h"
 
@@ -39,8 +38,6 @@ Manager *fixture_manager_new(void) {
         fixture_now = FIXTURE_T0;
         for (size_t i = 0; i < PEERS_MAX; i++)
                 peers[i] = -EBADF;
-        CapacitySources sources;
-
         assert_int_equal(config_init_defaults(&m->config), 0);
         assert_true(sd_event_new(&m->event) >= 0);
         m->group = strdup("test");
@@ -66,8 +63,7 @@ Manager *fixture_manager_new(void) {
         assert_non_null(m->pool.backend);
         m->pool.backend->vtable = &backend_none_vtable;
         m->pool.backend->root_fd = -EBADF;
-        manager_capacity_sources(m, &sources);
-        capacity_init(&m->capacity, &m->pool, &m->config, &sources);
+        manager_wire(m);
 
         /* a wanted spawn is decided and journaled as refused, never started */
         m->pool.throttle.given_up = true;
@@ -81,12 +77,6 @@ void fixture_manager_free(Manager *m) {
                 return;
         for (size_t i = 0; i < PEERS_MAX; i++)
                 peers[i] = safe_close(peers[i]);
-        if (m->frontend) {
-                /* the bare front end has no listeners or connections: not one for frontend_free() */
-                surface_done(&m->frontend->surface);
-                free(m->frontend);
-                m->frontend = NULL;
-        }
         manager_free(m); /* unlinks status.json */
         (void) rmdir(runtime_dir);
 }
@@ -123,19 +113,11 @@ int fixture_peer(const Worker *w) {
 }
 
 void fixture_set_users(Manager *m, Worker *w, unsigned n) {
-        if (!m->frontend) {
-                m->frontend = calloc(1, sizeof *m->frontend);
-                assert_non_null(m->frontend);
-                m->frontend->manager = m;
-                m->frontend->event = m->event;
-                m->frontend->config = &m->config;
-                assert_int_equal(surface_init(&m->frontend->surface), 0);
-        }
-        (void) surface_worker_gone(&m->frontend->surface, w->id);
+        (void) surface_worker_gone(&m->surface, w->id);
         for (unsigned k = 0; k < n; k++) {
                 char name[32];
                 snprintf(name, sizeof name, "w%u-%u", w->id, k);
-                assert_int_equal(surface_user_place(&m->frontend->surface, name, w->id, fixture_now, NULL), 0);
+                assert_int_equal(surface_user_place(&m->surface, name, w->id, fixture_now, NULL), 0);
         }
         m->capacity.summary_valid = false;
 }

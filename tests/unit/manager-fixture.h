@@ -33,8 +33,8 @@ Worker *fixture_add_worker(Manager *m, WorkerState state);
 /* The peer end of w's channel (what the worker process would read). */
 int fixture_peer(const Worker *w);
 
-/* Places n logged-in users on w (named "w<id>-<k>", replacing any it had) in the surface of a bare
- * front end: the surface is the one record of who lives where. */
+/* Places n logged-in users on w (named "w<id>-<k>", replacing any it had) in the manager's surface: the
+ * one record of who lives where. */
 void fixture_set_users(Manager *m, Worker *w, unsigned n);
 
 /* One report as a sensor sends it; a negative value leaves the field out. */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The router (daemon/frontend/router.c) with the front end around it (daemon/frontend/frontend.c): a real Frontend from
- * frontend_new() (no listener, a key in a temporary state directory) on a Manager in memory
- * (manager-fixture.c) whose workers have no forward pool, so every request the router lets through is
- * answered 503 "no routable worker" right there. Exchanges come from exchange_new() with a ClientOps
+/* The router (daemon/frontend/exchange.c, router.c, session.c) with the front end around it
+ * (daemon/frontend/frontend.c): a real Frontend made by manager_add_frontend() (no listener, a key in a
+ * temporary state directory), talking to the commander's placement through CommanderOps, on a Manager in
+ * memory (manager-fixture.c) whose workers have no forward pool, so every request the router lets
+ * through is answered 503 "no routable worker" right there. Exchanges come from exchange_new() with a ClientOps
  * that records what the client would get; login and logout are worker responses handed to
  * exchange_response_head(). The journal is captured by wrapping log_internal(), fields included.
  *
@@ -27,7 +28,8 @@
 
 #include "cleanup.h"
 #include "cookie.h"
-#include "frontend-manager.h"
+#include "frontend-internal.h"
+#include "router.h"
 #include "log.h"
 #include "macro.h"
 #include "manager-fixture.h"
@@ -162,8 +164,6 @@ static char state_dir[] = "/tmp/test-router.XXXXXX";
 
 /* A front end over a manager with one routable worker (the reception, w1), trusting these proxies. */
 static void start(const char *const *trusted) {
-        FrontendOptions o = { .state_dir = state_dir };
-
         m = fixture_manager_new();
         log_set_max_level(LOG_DEBUG);
         n_logs = 0;
@@ -183,14 +183,15 @@ static void start(const char *const *trusted) {
         (void) fixture_add_worker(m, WORKER_ROUTABLE);
         strcpy(state_dir + strlen(state_dir) - 6, "XXXXXX");
         assert_non_null(mkdtemp(state_dir));
-        assert_int_equal(frontend_new(m, &o, &fe), 0);
+        assert_int_equal(manager_add_frontend(m, state_dir), 0);
+        fe = m->frontend;
 }
 
 static void stop(void) {
         char cmd[sizeof state_dir + 16];
 
-        fe = frontend_free(fe);
-        fixture_manager_free(m);
+        fixture_manager_free(m); /* the front end with it */
+        fe = NULL;
         m = NULL;
         snprintf(cmd, sizeof cmd, "rm -rf %s", state_dir);
         assert_int_equal(system(cmd), 0);
@@ -329,9 +330,9 @@ static void test_router_logout_of_a_user_the_surface_forgot(void **state) {
         start(NULL);
         login("carol", cookie, sizeof cookie);
         /* its worker went away: the surface forgets carol, whose cookie is still genuine */
-        (void) surface_worker_gone(&fe->surface, 1);
+        (void) surface_worker_gone(&m->surface, 1);
         request(&r, NULL, cookie, NULL, NULL);
-        (void) surface_worker_gone(&fe->surface, 1);
+        (void) surface_worker_gone(&m->surface, 1);
         respond_as(&r, "-");
         done(&r);
         /* the logout still revokes */
@@ -359,7 +360,7 @@ static void test_router_replace_says_why(void **state) {
 
         /* one of ours whose worker went away */
         login("erin", value, sizeof value);
-        (void) surface_worker_gone(&fe->surface, 1);
+        (void) surface_worker_gone(&m->surface, 1);
         user_of(value, user, sizeof user);
         assert_string_equal(user, "erin");
         ASSERT_LOGGED("User erin re-placed on w1: the surface does not know it (its worker is gone)");
@@ -506,41 +507,46 @@ static void test_router_held_requests_keep_order_and_bodies(void **state) {
         char cookie[COOKIE_VALUE_MAX];
         Request r[4];
         SurfaceUser *u;
+        HeldQueue *q;
 
         start(NULL);
         login("frank", cookie, sizeof cookie);
-        u = surface_user_get(&fe->surface, "frank");
+        u = surface_user_get(&m->surface, "frank");
         assert_non_null(u);
-        /* frank is moving: its requests wait in the commander (the router only tests the pointer) */
+        /* frank is moving: the commander answers "held" (it only tests the pointer), and its requests wait
+         * in the front end */
         u->move = (Move *) &move_stand_in;
         for (unsigned i = 0; i < 4; i++) {
                 request(&r[i], NULL, cookie, NULL, NULL);
                 assert_int_equal(r[i].x->state, EXCHANGE_HELD);
         }
-        assert_int_equal(u->n_held, 4);
+        q = strmap_get(&fe->held, "frank");
+        assert_non_null(q);
+        assert_int_equal(q->n, 4);
+        assert_int_equal(frontend_hooks.held_requests(fe, "frank"), 4);
         /* bodies wait with them, in the router's own record */
         assert_int_equal(exchange_request_body(r[1].x, "hello", 5), 0);
         assert_int_equal(exchange_request_end(r[1].x), 0);
         assert_int_equal(exchange_request_body(r[2].x, "x", 1), 0);
         /* a client gone mid-hold leaves the list whole */
         done(&r[2]);
-        assert_int_equal(u->n_held, 3);
-        assert_ptr_equal(u->held_first, r[0].x);
-        assert_ptr_equal(u->held_first->held_next, r[1].x);
-        assert_ptr_equal(u->held_first->held_next->held_next, r[3].x);
-        assert_ptr_equal(u->held_last, r[3].x);
+        assert_int_equal(q->n, 3);
+        assert_ptr_equal(q->first, r[0].x);
+        assert_ptr_equal(q->first->held_next, r[1].x);
+        assert_ptr_equal(q->first->held_next->held_next, r[3].x);
+        assert_ptr_equal(q->last, r[3].x);
         assert_null(r[3].x->held_next);
         assert_null(r[0].x->upstream); /* the forward side's slot is not the list's */
 
         /* answered in the order they came */
         n_answers = 0;
-        router_fail_held(fe, u, "the test says so");
+        router_fail_held(fe, "frank", "the test says so");
         assert_int_equal(n_answers, 3);
         assert_ptr_equal(answer_order[0], &r[0].client);
         assert_ptr_equal(answer_order[1], &r[1].client);
         assert_ptr_equal(answer_order[2], &r[3].client);
-        assert_int_equal(u->n_held, 0);
-        assert_null(u->held_first);
+        assert_int_equal(frontend_hooks.held_requests(fe, "frank"), 0);
+        assert_null(strmap_get(&fe->held, "frank"));
         u->move = NULL;
         for (unsigned i = 0; i < 4; i++)
                 if (i != 2)

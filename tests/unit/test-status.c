@@ -51,7 +51,7 @@ static char *status_string(void) {
         FILE *f = open_memstream(&buf, &size);
 
         assert_non_null(f);
-        assert_int_equal(status_write(m, f), 0);
+        assert_int_equal(status_write(&m->status, f), 0);
         assert_int_equal(fclose(f), 0);
         assert_non_null(buf);
         return buf;
@@ -106,6 +106,8 @@ static void busy_pool(void) {
 
         free(m->group);
         m->group = strdup("te\"st\\grp");
+        /* what was wired with the old name reads the new one */
+        m->pool.group = m->status.group = m->group;
         for (int i = 0; i < 5; i++)
                 w[i] = fixture_add_worker(m, WORKER_ROUTABLE);
         w[5] = fixture_add_worker(m, WORKER_STARTING);
@@ -240,7 +242,7 @@ static void test_status_write_stream_error(void **state) {
 
         assert_non_null(f);
         fixture_add_worker(m, WORKER_ROUTABLE);
-        assert_int_equal(status_write(m, f), -EIO);
+        assert_int_equal(status_write(&m->status, f), -EIO);
         fclose(f);
 }
 
@@ -263,7 +265,7 @@ static void test_status_write_file_atomic(void **state) {
         fixture_add_worker(m, WORKER_ROUTABLE);
         snprintf(path, sizeof path, "%s/status.json", dir);
         write_file(path, "old");
-        assert_int_equal(status_write_file(m, path), 0);
+        assert_int_equal(status_write_file(&m->status, path), 0);
         /* replaced whole (no temp file left beside it), readable by every operator */
         assert_int_equal(entries(dir), 1);
         assert_int_equal(stat(path, &st), 0);
@@ -273,7 +275,7 @@ static void test_status_write_file_atomic(void **state) {
         check_with_python(content, "import json, sys\njson.load(open(sys.argv[1]))\n");
 
         snprintf(path, sizeof path, "%s/missing/status.json", dir);
-        assert_int_equal(status_write_file(m, path), -ENOENT);
+        assert_int_equal(status_write_file(&m->status, path), -ENOENT);
         assert_int_equal(entries(dir), 3); /* status.json, and check.py and out of the python check */
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The surface: users placed, re-placed and forgotten with the per-worker counts kept exact; a worker's
- * death sweeping its users; the open-requests dict (unique keys, counts per worker and per user, close
- * attributing consumption, sweep by age); and requests that outlive their user's logout never being
- * counted against the next login of the same name (a move's quiesce waits on those counts). */
+ * death sweeping its users; each user's open requests and consumption, counted by ticket; requests that
+ * outlive their user's logout never being counted against the next login of the same name (a move's
+ * quiesce waits on those counts); a login taking over the request it was answered on. The front end's
+ * dict of open requests is tested in test-open-requests.c. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,7 +23,8 @@
 static Surface s;
 
 static int setup(void **state) {
-        return surface_init(&s);
+        surface_init(&s);
+        return 0;
 }
 
 static int teardown(void **state) {
@@ -40,10 +42,9 @@ static SurfaceUser *place(const char *name, unsigned worker, usec_t now) {
         return u;
 }
 
-static void open_request(Exchange *x, const char *user, unsigned worker, usec_t started) {
-        *x = (Exchange) { .user = (char *) user, .worker = worker, .started = started };
-        assert_int_equal(surface_request_open(&s, x), 0);
-        assert_true(x->key[0] != 0);
+/* A request of user (NULL: a guest) began: its ticket. */
+static uint64_t start(const char *user) {
+        return surface_request_started(&s, user);
 }
 
 static void test_surface_user_place_new_and_replace(void **state) {
@@ -100,7 +101,6 @@ static void test_surface_worker_slots_grow(void **state) {
         assert_int_equal(surface_worker_users(&s, 1999), 1);
         assert_int_equal(surface_worker_users(&s, 1), 0);
         assert_int_equal(surface_worker_users(&s, 5000), 0); /* beyond the arrays: 0, never a read past */
-        assert_int_equal(surface_worker_open(&s, 5000), 0);
         assert_int_equal(surface_worker_users(&s, 0), 0);
 }
 
@@ -133,91 +133,75 @@ static void test_surface_worker_gone_sweeps_its_users(void **state) {
         assert_int_equal(surface_worker_gone(&s, 99), 0);
 }
 
-static void test_surface_request_open_counts(void **state) {
+static void test_surface_request_started_counts(void **state) {
         SurfaceUser *a = place("alice", 1, T0);
-        Exchange x[4];
+        uint64_t t[4];
 
         place("bob", 2, T0);
-        open_request(&x[0], "alice", 1, T0);
-        open_request(&x[1], "alice", 1, T0);
-        open_request(&x[2], NULL, 1, T0); /* a guest */
-        open_request(&x[3], "bob", 2, T0);
-        assert_int_equal(surface_worker_open(&s, 1), 3);
-        assert_int_equal(surface_worker_open(&s, 2), 1);
+        t[0] = start("alice");
+        t[1] = start("alice");
+        t[2] = start(NULL);     /* a guest: counted for nobody */
+        t[3] = start("nobody"); /* a name the surface does not know: nobody either */
         assert_int_equal(a->open, 2);
+        assert_int_equal(surface_user_get(&s, "bob")->open, 0);
+        assert_true(t[0] == a->incarnation && t[1] == a->incarnation);
+        assert_true(t[2] == 0 && t[3] == 0);
+        assert_true(start("bob") == surface_user_get(&s, "bob")->incarnation);
         assert_int_equal(surface_user_get(&s, "bob")->open, 1);
-        assert_int_equal(strmap_size(&s.open), 4);
-        /* keys are unique (client request ids may repeat) */
-        for (int i = 0; i < 4; i++)
-                for (int j = i + 1; j < 4; j++)
-                        assert_string_not_equal(x[i].key, x[j].key);
-        assert_ptr_equal(strmap_get(&s.open, x[1].key), &x[1]);
-        for (int i = 0; i < 4; i++)
-                surface_request_close(&s, &x[i], T0 + 1);
+        /* every user has its own incarnation */
+        assert_true(a->incarnation != surface_user_get(&s, "bob")->incarnation);
 }
 
-static void test_surface_request_close_attributes(void **state) {
+static void test_surface_request_ended_attributes(void **state) {
         SurfaceUser *a = place("alice", 1, T0);
-        Exchange x, y, g;
+        uint64_t x = start("alice"), y = start("alice");
 
-        open_request(&x, "alice", 1, T0);
-        open_request(&y, "alice", 1, T0 + 100);
-        open_request(&g, NULL, 1, T0);
-        surface_request_close(&s, &x, T0 + 250);
-        assert_int_equal(x.key[0], 0); /* out of the dict */
+        assert_ptr_equal(surface_request_ended(&s, "alice", x, 250), a);
         assert_int_equal(a->open, 1);
         assert_true(a->requests == 1);
         assert_true(a->busy_usec == 250);
-        assert_int_equal(surface_worker_open(&s, 1), 2);
-        surface_request_close(&s, &y, T0 + 400);
+        assert_ptr_equal(surface_request_ended(&s, "alice", y, 300), a);
         assert_true(a->requests == 2);
         assert_true(a->busy_usec == 250 + 300);
         assert_int_equal(a->open, 0);
-        surface_request_close(&s, &g, T0 + 400); /* a guest's consumption goes nowhere */
-        assert_int_equal(surface_worker_open(&s, 1), 0);
-        assert_int_equal(strmap_size(&s.open), 0);
-
-        /* a second close of the same exchange does not decrement again */
-        surface_request_close(&s, &x, T0 + 500);
-        assert_int_equal(surface_worker_open(&s, 1), 0);
+        /* a guest's consumption goes nowhere */
+        assert_null(surface_request_ended(&s, NULL, 0, 400));
+        /* an end counted down never takes the count below zero */
+        (void) surface_request_ended(&s, "alice", x, 10);
         assert_int_equal(a->open, 0);
 }
 
-static void test_surface_request_close_user_forgotten(void **state) {
+static void test_surface_request_ended_user_forgotten(void **state) {
         SurfaceUser *a = place("alice", 1, T0);
-        Exchange x;
+        uint64_t x = start("alice");
 
-        open_request(&x, "alice", 1, T0);
         assert_int_equal(a->open, 1);
         surface_user_forget(&s, a); /* logout while its request is open */
-        surface_request_close(&s, &x, T0 + 10);
-        assert_int_equal(surface_worker_open(&s, 1), 0);
+        assert_null(surface_request_ended(&s, "alice", x, 10));
         assert_null(surface_user_get(&s, "alice"));
 }
 
 static void test_surface_relogin_not_charged_for_old_requests(void **state) {
         SurfaceUser *a = place("alice", 1, T0);
-        Exchange old[2], fresh;
+        uint64_t old[2], fresh;
 
-        open_request(&old[0], "alice", 1, T0);
-        open_request(&old[1], "alice", 1, T0);
+        old[0] = start("alice");
+        old[1] = start("alice");
         /* alice logs out (on old[0]'s response) while old[1] is still in flight, and logs in again */
         surface_user_forget(&s, a);
         a = place("alice", 2, T0 + 10);
         assert_int_equal(a->open, 0);
-        open_request(&fresh, "alice", 2, T0 + 20);
+        fresh = start("alice");
         assert_int_equal(a->open, 1);
 
         /* the requests of the first session end: they are no longer alice's, and must not make her
          * look quiesced while her new request is in flight */
-        surface_request_close(&s, &old[0], T0 + 30);
-        surface_request_close(&s, &old[1], T0 + 30);
+        (void) surface_request_ended(&s, "alice", old[0], 30);
+        (void) surface_request_ended(&s, "alice", old[1], 30);
         assert_int_equal(a->open, 1);
         assert_true(a->requests == 0); /* consumption of the old session is forgotten with it */
-        assert_int_equal(surface_worker_open(&s, 1), 0);
-        assert_int_equal(surface_worker_open(&s, 2), 1);
 
-        surface_request_close(&s, &fresh, T0 + 40);
+        (void) surface_request_ended(&s, "alice", fresh, 20);
         assert_int_equal(a->open, 0);
         assert_true(a->requests == 1);
         assert_true(a->busy_usec == 20);
@@ -225,87 +209,55 @@ static void test_surface_relogin_not_charged_for_old_requests(void **state) {
 
 static void test_surface_relogin_after_worker_gone(void **state) {
         SurfaceUser *a = place("alice", 3, T0);
-        Exchange old, fresh;
+        uint64_t old, fresh;
 
         place("bob", 4, T0);
-        open_request(&old, "alice", 3, T0);
+        old = start("alice");
         assert_int_equal(surface_worker_gone(&s, 3), 1);
         a = place("alice", 4, T0 + 1);
-        open_request(&fresh, "alice", 4, T0 + 1);
-        surface_request_close(&s, &old, T0 + 2); /* answered 502 by the dead worker's pool */
+        fresh = start("alice");
+        (void) surface_request_ended(&s, "alice", old, 2); /* answered 502 by the dead worker's pool */
         assert_int_equal(a->open, 1);
-        assert_int_equal(surface_worker_open(&s, 3), 0);
-        surface_request_close(&s, &fresh, T0 + 3);
+        (void) surface_request_ended(&s, "alice", fresh, 2);
         assert_int_equal(a->open, 0);
         assert_int_equal(surface_user_get(&s, "bob")->open, 0);
 }
 
-static void test_surface_sweep_by_age(void **state) {
-        SurfaceUser *a = place("alice", 1, T0);
-        Exchange x[5];
-        unsigned n;
+/* A login answered on a request takes it over: it stops counting for whom it counted (who may be
+ * quiesced now), and counts for the user who logged in. */
+static void test_surface_request_transfer(void **state) {
+        SurfaceUser *a = place("alice", 1, T0), *b = place("bob", 1, T0);
+        uint64_t t = start("alice"), guest = start(NULL);
 
-        for (int i = 0; i < 5; i++)
-                open_request(&x[i], i < 3 ? "alice" : NULL, 1 + i % 2, T0 + (usec_t) i * USEC_PER_SEC);
-        /* max_age 2.5 s at T0 + 4 s: the ones started at T0 and T0 + 1 s */
-        n = surface_sweep(&s, T0 + 4 * USEC_PER_SEC, 2500 * USEC_PER_MSEC);
-        assert_int_equal(n, 2);
-        assert_int_equal(strmap_size(&s.open), 3);
-        assert_int_equal(x[0].key[0], 0);
-        assert_int_equal(x[1].key[0], 0);
-        assert_true(x[2].key[0] != 0);
-        assert_int_equal(a->open, 1);
-        assert_int_equal(surface_worker_open(&s, 1), 2); /* x[2], x[4] */
-        assert_int_equal(surface_worker_open(&s, 2), 1); /* x[3] */
-
-        /* exactly max_age old is swept too */
-        n = surface_sweep(&s, T0 + 4 * USEC_PER_SEC, 2 * USEC_PER_SEC);
-        assert_int_equal(n, 1);
-
-        /* a swept request that ends later is not counted down twice, its consumption still counts */
-        surface_request_close(&s, &x[0], T0 + 10 * USEC_PER_SEC);
+        assert_ptr_equal(surface_request_transfer(&s, "alice", &t, b), a); /* alice has nothing open now */
         assert_int_equal(a->open, 0);
-        assert_int_equal(surface_worker_open(&s, 1), 1);
-        assert_true(a->requests == 1);
-        assert_int_equal(surface_sweep(&s, T0 + 100 * USEC_PER_SEC, USEC_PER_SEC), 2);
-        assert_int_equal(strmap_size(&s.open), 0);
-        assert_int_equal(surface_worker_open(&s, 1), 0);
-        assert_int_equal(surface_worker_open(&s, 2), 0);
-}
+        assert_int_equal(b->open, 1);
+        assert_true(t == b->incarnation);
+        (void) surface_request_ended(&s, "bob", t, 5);
+        assert_int_equal(b->open, 0);
+        assert_true(b->requests == 1);
 
-static void test_surface_many_requests_unique_keys(void **state) {
-        static Exchange x[2000];
-        StrMap seen;
-
-        strmap_init(&seen);
-        for (unsigned i = 0; i < 2000; i++) {
-                open_request(&x[i], NULL, 1 + i % 7, T0);
-                assert_int_equal(strmap_put(&seen, x[i].key, &x[i], NULL), 0);
-                if (i % 3 == 0)
-                        surface_request_close(&s, &x[i], T0);
-        }
-        strmap_done(&seen);
-        unsigned total = 0;
-        for (unsigned w = 1; w <= 7; w++)
-                total += surface_worker_open(&s, w);
-        assert_int_equal(total, 2000 - 667);
-        assert_int_equal(strmap_size(&s.open), total);
-        for (unsigned i = 0; i < 2000; i++)
-                surface_request_close(&s, &x[i], T0);
-        for (unsigned w = 1; w <= 7; w++)
-                assert_int_equal(surface_worker_open(&s, w), 0);
+        /* a guest's request logs alice in: nobody loses a request */
+        assert_null(surface_request_transfer(&s, NULL, &guest, a));
+        assert_int_equal(a->open, 1);
+        /* a ticket of an earlier session takes nothing from the user of that name now */
+        t = start("bob");
+        surface_user_forget(&s, b);
+        b = place("bob", 2, T0 + 1);
+        (void) start("bob");
+        assert_null(surface_request_transfer(&s, "bob", &t, a));
+        assert_int_equal(b->open, 1);
+        assert_int_equal(a->open, 2);
 }
 
 static void test_surface_done_frees_everything(void **state) {
-        Exchange x;
-
         /* ASan's leak check is the assertion here */
         place("alice", 1, T0);
         place("bob", 2, T0);
-        open_request(&x, "alice", 1, T0);
+        (void) start("alice");
         surface_user_forget(&s, surface_user_get(&s, "alice"));
         surface_done(&s);
-        assert_int_equal(surface_init(&s), 0);
+        surface_init(&s);
         assert_int_equal(surface_worker_users(&s, 1), 0);
 }
 
@@ -315,13 +267,12 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_surface_user_forget, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_surface_worker_slots_grow, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_surface_worker_gone_sweeps_its_users, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_surface_request_open_counts, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_surface_request_close_attributes, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_surface_request_close_user_forgotten, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_surface_request_started_counts, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_surface_request_ended_attributes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_surface_request_ended_user_forgotten, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_surface_relogin_not_charged_for_old_requests, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_surface_relogin_after_worker_gone, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_surface_sweep_by_age, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_surface_many_requests_unique_keys, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_surface_request_transfer, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_surface_done_frees_everything, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

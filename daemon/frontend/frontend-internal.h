@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* The Frontend object, shared by the wing's files (frontend.c, connection.c, error-log.c, exchange.c,
+ * router.c, session.c) and their unit tests. The protocol sides (h1-*, h2-*) and the forward side do not
+ * need it: they reach the front end through connection.h, error-log.h and exchange.h. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "connection.h"
+#include "cookie.h"
+#include "error-log.h"
+#include "forward.h"
+#include "frontend-port.h"
+#include "frontend.h"
+#include "hashmap.h"
+#include "open-requests.h"
+
+typedef struct Listener {
+        int fd;
+        sd_event_source *io;
+        char *address; /* for logs */
+        bool ours;     /* opened from listen=, not handed over by systemd (which keeps its own copy) */
+} Listener;
+
+/* The requests of one user held while it moves, in the order they came. */
+typedef struct HeldQueue {
+        char *user;    /* the key */
+        Exchange *first, *last;
+        unsigned n;
+} HeldQueue;
+
+struct Frontend {
+        sd_event *event;
+        const Config *config;
+        const CommanderOps *commander;
+        void *commander_userdata;
+
+        Listener *listeners;
+        size_t n_listeners;
+        FrontendConnection *connections;
+        unsigned n_connections;
+
+        /* per worker, by id: the keep-alive connections to it, and what is open on it */
+        ForwardPool **forward;
+        unsigned forward_slots;
+        OpenRequests open;
+        StrMap held;             /* user → HeldQueue, while the user moves */
+
+        CookieKey cookie_key;
+        char *state_dir;
+        ConfigPrefix *trusted;
+        size_t n_trusted;
+        bool trust_unix;         /* trusted_proxies has "unix": peers on a Unix socket listener are trusted */
+
+        /* logouts, and the stamps of cookies (cookie.h) */
+        CookieRevocations revocations;
+        uint64_t cookie_epoch;   /* stamped at start: cookies stamped at or before it predate us */
+        usec_t cookie_age_max;   /* the longest cookie_max_age any cookie of ours was given */
+        unsigned revocations_evicted; /* logouts forgotten past max_revoked_users since the last warning */
+        bool revocations_warned;
+        usec_t revocations_warned_at;
+
+        uint64_t prng[2];        /* request ids: unique enough, not secrets */
+
+        bool shutting_down;
+        sd_event_source *shutdown_deadline;
+        void (*on_drained)(void *userdata); /* every client connection closed after shutdown */
+        void *on_drained_userdata;
+
+        sd_event_source *sweep_timer;
+        sd_event_source *ready_timer;
+
+        /* the rate limit of error lines (error-log.c) */
+        usec_t log_window_start;
+        unsigned log_in_window;
+        unsigned log_suppressed[FRONTEND_LOG_STATUSES]; /* [0] without a status, [s - 399] for 400..599 */
+        unsigned log_suppressed_total;
+        sd_event_source *log_flush_timer;
+
+        uint64_t requests, responses, errors, holds, rejected_connections;
+};
+
+/* The loop's time of this iteration: what exchanges are stamped with, without a clock read per call. */
+static inline usec_t frontend_now(const Frontend *fe) {
+        usec_t t;
+
+        if (!fe->event || sd_event_now(fe->event, CLOCK_MONOTONIC, &t) < 0)
+                return now_usec(CLOCK_MONOTONIC);
+        return t;
+}
+
+/* The forward pool of wN; NULL when it has none (not routable, or gone). */
+static inline ForwardPool *frontend_forward_pool(const Frontend *fe, unsigned worker) {
+        return worker < fe->forward_slots ? fe->forward[worker] : NULL;
+}
