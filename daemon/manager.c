@@ -288,7 +288,7 @@ static void on_worker_gone(Worker *w, void *userdata) {
         Manager *m = userdata;
         unsigned n;
 
-        move_worker_gone(&m->moves, w->id);
+        move_worker_gone(&m->moves, w->id, now_usec(CLOCK_MONOTONIC));
         n = surface_worker_gone(&m->surface, w->id);
         if (n > 0)
                 log_warning("%u users lived on %s, which is gone: each is placed again on its next request "
@@ -306,7 +306,7 @@ static void on_report(Worker *w, const Row *row, void *userdata) {
 static void on_move_frame(Worker *w, const Frame *f, void *userdata) {
         Manager *m = userdata;
 
-        move_on_frame(&m->moves, w, f);
+        move_on_frame(&m->moves, w->id, f, now_usec(CLOCK_MONOTONIC));
 }
 
 static void on_pool_changed(Pool *p, void *userdata) {
@@ -353,6 +353,26 @@ static unsigned worker_users(unsigned worker, void *userdata) {
         return surface_worker_users(&m->surface, worker);
 }
 
+static bool move_worker(unsigned worker, bool *ret_routable, unsigned *ret_capabilities, void *userdata) {
+        Manager *m = userdata;
+        Worker *w = pool_get_worker(&m->pool, worker);
+
+        if (!w)
+                return false;
+        *ret_routable = worker_is_routable(w);
+        *ret_capabilities = w->capabilities;
+        return true;
+}
+
+static int move_send(unsigned worker, const Frame *f, void *userdata) {
+        Manager *m = userdata;
+        Worker *w = pool_get_worker(&m->pool, worker);
+
+        if (!w || !channel_is_open(w->channel))
+                return -ENOTCONN;
+        return channel_send(w->channel, f);
+}
+
 static unsigned held_requests(const char *user, void *userdata) {
         Manager *m = userdata;
 
@@ -373,6 +393,8 @@ void manager_wire(Manager *m) {
                 .userdata = m,
         };
         const MoveHooks move_hooks = {
+                .worker = move_worker,
+                .send = move_send,
                 .held_requests = held_requests,
                 .release_held = release_held,
                 .userdata = m,
@@ -381,7 +403,7 @@ void manager_wire(Manager *m) {
         capacity_init(&m->capacity, &m->pool, &m->config, &sources);
         surface_init(&m->surface);
         /* within half the hold timeout, so a held request is released (to A or B) before it would 503 */
-        moves_init(&m->moves, m->event, &m->pool, &m->surface, m->config.hold_timeout / 2, &move_hooks);
+        moves_init(&m->moves, m->event, &m->surface, m->config.hold_timeout / 2, &move_hooks);
         m->placement = (Placement) {
                 .pool = &m->pool,
                 .capacity = &m->capacity,

@@ -8,8 +8,9 @@
  * failing past the timeout → abort, U stays on A. A dying mid-move is an ordinary death. Guests never
  * move.
  *
- * A commander service: it changes the surface and talks to workers over their channels; the front end
- * hears of a move's end only through MoveHooks. */
+ * A commander service on the surface: it reaches workers (their capabilities, their channels) and the
+ * front end (the held requests) only through MoveHooks, and is told the time (`now`), so its state
+ * machine runs the same under a test as under the loop. */
 
 #include <errno.h>
 #include <stdbool.h>
@@ -17,7 +18,6 @@
 #include <systemd/sd-event.h>
 
 #include "frame.h"
-#include "pool.h"
 #include "surface.h"
 #include "time-util.h"
 
@@ -46,6 +46,11 @@ struct Move {
 };
 
 typedef struct MoveHooks {
+        /* What a move needs to know of wN: false when there is no such worker; else whether it takes
+         * users (routable) and its capabilities (bitmask of 1 << ElasticPool__Capability). */
+        bool (*worker)(unsigned worker, bool *ret_routable, unsigned *ret_capabilities, void *userdata);
+        /* Sends f on wN's channel: 0, -ENOTCONN when it has none open, -errno. */
+        int (*send)(unsigned worker, const Frame *f, void *userdata);
         /* Requests of user held while it moves (for the journal line of the move's end). */
         unsigned (*held_requests)(const char *user, void *userdata);
         /* The move of user ended, either way: its held requests go wherever it lives now. */
@@ -54,10 +59,9 @@ typedef struct MoveHooks {
 } MoveHooks;
 
 struct Moves {
-        sd_event *event;
-        Pool *pool;          /* the workers' channels and capabilities */
+        sd_event *event;     /* arms each move's timeout; NULL: the caller runs moves_expire() itself */
         Surface *surface;    /* where users live */
-        usec_t timeout;      /* a move gives up past this (half the hold timeout) */
+        usec_t timeout;      /* a move gives up past this */
         MoveHooks hooks;
         Move *list;          /* in progress */
         uint64_t next_id;
@@ -65,19 +69,21 @@ struct Moves {
 
 /* timeout: how long a move may take before it is aborted; keep it under the front end's hold timeout,
  * so a held request is released (to A or B) before it would be answered 503. */
-void moves_init(Moves *m, sd_event *event, Pool *pool, Surface *surface, usec_t timeout, const MoveHooks *hooks);
+void moves_init(Moves *m, sd_event *event, Surface *surface, usec_t timeout, const MoveHooks *hooks);
 /* Ends every move without releasing anything (shutdown). */
 void moves_done(Moves *m);
 
-/* Starts moving u to worker `to`. 0, -EBUSY when u already moves, -ENOENT when A is unknown or B not
- * routable, -EOPNOTSUPP when A cannot snapshot or B cannot install users (the caller keeps u where it
- * is), -errno. */
-int move_start(Moves *m, SurfaceUser *u, unsigned to, const char *why);
+/* Starts moving u to worker `to` at now. 0, -EBUSY when u already moves, -ENOENT when A is unknown or B
+ * does not take users, -EOPNOTSUPP when A cannot snapshot or B cannot install users (the caller keeps u
+ * where it is), -errno. */
+int move_start(Moves *m, SurfaceUser *u, unsigned to, const char *why, usec_t now);
 /* u's open requests reached zero: a move waiting to quiesce goes on. */
-void move_user_quiesced(Moves *m, SurfaceUser *u);
-/* Package and InstallResult frames from w's channel. */
-void move_on_frame(Moves *m, Worker *w, const Frame *f);
-/* The worker is gone: moves from or to it end (from: U's state is gone with it; to: U stays). */
-void move_worker_gone(Moves *m, unsigned worker);
+void move_user_quiesced(Moves *m, SurfaceUser *u, usec_t now);
+/* A Package or InstallResult frame from wN's channel. */
+void move_on_frame(Moves *m, unsigned worker, const Frame *f, usec_t now);
+/* wN is gone: moves from or to it end (from: U's state is gone with it; to: U stays). */
+void move_worker_gone(Moves *m, unsigned worker, usec_t now);
 /* u logs out or leaves: its move is cancelled (the held requests are released first). */
-void move_cancel(Moves *m, SurfaceUser *u, const char *why);
+void move_cancel(Moves *m, SurfaceUser *u, const char *why, usec_t now);
+/* Aborts every move that has not ended timeout after it started (each move's timer calls this). */
+void moves_expire(Moves *m, usec_t now);

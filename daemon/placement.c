@@ -95,7 +95,7 @@ static void request_ended(void *userdata, const char *user, uint64_t ticket, use
         SurfaceUser *u = surface_request_ended(pl->surface, user, ticket, busy);
 
         if (u && u->open == 0)
-                move_user_quiesced(pl->moves, u);
+                move_user_quiesced(pl->moves, u, now_usec(CLOCK_MONOTONIC));
 }
 
 static void worker_idle(void *userdata, unsigned worker) {
@@ -107,10 +107,10 @@ static void worker_idle(void *userdata, unsigned worker) {
 }
 
 /* Placement passes a login on the reception to the admitted worker by a live move. */
-static void pass_on(Placement *pl, SurfaceUser *u, unsigned from, unsigned to) {
+static void pass_on(Placement *pl, SurfaceUser *u, unsigned from, unsigned to, usec_t now) {
         int r;
 
-        r = move_start(pl->moves, u, to, "the reception is over its keep threshold");
+        r = move_start(pl->moves, u, to, "the reception is over its keep threshold", now);
         if (r == -EOPNOTSUPP)
                 log_notice("User %s stays on w%u: w%u cannot snapshot users or w%u cannot install them", u->name,
                            from, from, to);
@@ -121,6 +121,7 @@ static void pass_on(Placement *pl, SurfaceUser *u, unsigned from, unsigned to) {
 static int login(void *userdata, const char *name, unsigned worker, const char *prev_user, uint64_t *ticket) {
         Placement *pl = userdata;
         SurfaceUser *u = surface_user_get(pl->surface, name), *before;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
         bool over = false, counted = false;
         unsigned to;
         Worker *w;
@@ -130,8 +131,8 @@ static int login(void *userdata, const char *name, unsigned worker, const char *
                 return 0;
         if (u)
                 /* logged in again elsewhere: the new session is where the worker says */
-                move_cancel(pl->moves, u, "the user logged in again");
-        r = surface_user_place(pl->surface, name, worker, now_usec(CLOCK_MONOTONIC), &u);
+                move_cancel(pl->moves, u, "the user logged in again", now);
+        r = surface_user_place(pl->surface, name, worker, now, &u);
         if (r < 0)
                 return r;
         /* Its login request is open on worker: from now on it counts as the new user's, so a move waits
@@ -140,7 +141,7 @@ static int login(void *userdata, const char *name, unsigned worker, const char *
         if (!prev_user || !streq(prev_user, name)) {
                 before = surface_request_transfer(pl->surface, prev_user, ticket, u);
                 if (before)
-                        move_user_quiesced(pl->moves, before);
+                        move_user_quiesced(pl->moves, before, now);
                 counted = true;
         }
 
@@ -156,7 +157,7 @@ static int login(void *userdata, const char *name, unsigned worker, const char *
                 log_warning("Every worker is over admission_threshold=%.2f: user %s goes to the last one until "
                             "scale-up adds room", pl->capacity->policy.admission_threshold, name);
         if (to != 0 && to != worker)
-                pass_on(pl, u, worker, to);
+                pass_on(pl, u, worker, to, now);
         return counted;
 }
 
@@ -168,7 +169,7 @@ static void logout(void *userdata, const char *name) {
         if (!u)
                 return;
         worker = u->worker;
-        move_cancel(pl->moves, u, "the user logged out");
+        move_cancel(pl->moves, u, "the user logged out", now_usec(CLOCK_MONOTONIC));
         /* the held requests that released may have found its worker unroutable and forgotten u */
         u = surface_user_get(pl->surface, name);
         if (!u)

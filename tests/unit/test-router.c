@@ -554,6 +554,37 @@ static void test_router_held_requests_keep_order_and_bodies(void **state) {
         stop();
 }
 
+/* A move that ended releases its user's held requests in the order they came, each dispatched again
+ * (here to a worker without a forward pool: each is answered 503, in that order). */
+static void test_router_held_requests_released_in_order(void **state) {
+        static int move_stand_in;
+        char cookie[COOKIE_VALUE_MAX];
+        Request r[3];
+        SurfaceUser *u;
+
+        start(NULL);
+        login("gwen", cookie, sizeof cookie);
+        u = surface_user_get(&m->surface, "gwen");
+        assert_non_null(u);
+        u->move = (Move *) &move_stand_in;
+        for (unsigned i = 0; i < 3; i++)
+                request(&r[i], NULL, cookie, NULL, NULL);
+        /* the move ended: the commander answers with the worker again */
+        u->move = NULL;
+        n_answers = 0;
+        frontend_hooks.release_held(fe, "gwen");
+        assert_int_equal(n_answers, 3);
+        for (unsigned i = 0; i < 3; i++) {
+                assert_ptr_equal(answer_order[i], &r[i].client);
+                assert_int_equal(r[i].client.status, 503);
+                assert_int_not_equal(r[i].x->state, EXCHANGE_HELD);
+        }
+        assert_int_equal(frontend_hooks.held_requests(fe, "gwen"), 0);
+        for (unsigned i = 0; i < 3; i++)
+                done(&r[i]);
+        stop();
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_router_logout_revokes_earlier_cookies),
@@ -563,6 +594,7 @@ int main(void) {
                 cmocka_unit_test(test_router_503_lines_rate_limited_and_counted),
                 cmocka_unit_test(test_router_forward_errors_one_line_each),
                 cmocka_unit_test(test_router_held_requests_keep_order_and_bodies),
+                cmocka_unit_test(test_router_held_requests_released_in_order),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
