@@ -222,7 +222,7 @@ static void act_scale_up(Capacity *c, const PolicyInput *in) {
         c->last_scale_up = d.kind;
         switch (d.kind) {
         case DECISION_SPAWN:
-                r = spawn_throttle_check(&c->pool->throttle);
+                r = spawn_throttle_check(&c->pool->throttle, in->now);
                 if (r < 0) {
                         /* journal what stops the spawn, not a spawn that does not happen */
                         d.kind = r == -EAGAIN ? DECISION_WAIT : DECISION_REFUSED;

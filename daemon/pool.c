@@ -122,7 +122,7 @@ static void arm_timer(Pool *p, Worker *w, usec_t delay, sd_event_time_handler_t 
 }
 
 static void spawn_failed(Pool *p, Worker *w, const char *what) {
-        spawn_throttle_failed(&p->throttle, w->id, what, p->config->path);
+        spawn_throttle_failed(&p->throttle, w->id, what, p->config->path, now_usec(CLOCK_MONOTONIC));
 }
 
 /* Fills what with "<step>: <error>" for the throttle's message; returns error. */
@@ -341,7 +341,7 @@ int pool_spawn(Pool *p, const char *reason) {
         Worker *w = NULL;
         int r;
 
-        r = spawn_throttle_check(&p->throttle);
+        r = spawn_throttle_check(&p->throttle, now_usec(CLOCK_MONOTONIC));
         if (r < 0)
                 return r;
         r = worker_new(p, p->next_worker_id, &w);
@@ -378,7 +378,7 @@ int pool_spawn(Pool *p, const char *reason) {
         return 0;
 
 fail:
-        spawn_throttle_failed_early(&p->throttle, w->id, what, p->config->path);
+        spawn_throttle_failed_early(&p->throttle, w->id, what, p->config->path, now_usec(CLOCK_MONOTONIC));
         if (w->socket_path)
                 (void) unlink(w->socket_path);
         if (w->place.cgroup_path)

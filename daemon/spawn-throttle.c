@@ -35,14 +35,14 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int spawn_throttle_check(SpawnThrottle *t) {
+int spawn_throttle_check(SpawnThrottle *t, usec_t now) {
         int r;
 
         if (t->given_up)
                 return -ECANCELED;
-        if (now_usec(CLOCK_MONOTONIC) >= t->not_before)
+        if (now >= t->not_before)
                 return 0;
-        if (!t->retry) {
+        if (!t->retry && t->event) {
                 r = sd_event_add_time(t->event, &t->retry, CLOCK_MONOTONIC, t->not_before, USEC_PER_MSEC, on_retry,
                                       t);
                 if (r < 0)
@@ -51,7 +51,8 @@ int spawn_throttle_check(SpawnThrottle *t) {
         return -EAGAIN;
 }
 
-void spawn_throttle_failed(SpawnThrottle *t, unsigned worker, const char *what, const char *config_path) {
+void spawn_throttle_failed(SpawnThrottle *t, unsigned worker, const char *what, const char *config_path,
+                           usec_t now) {
         t->failures++;
         free(t->last_error);
         t->last_error = strdup(what);
@@ -66,14 +67,15 @@ void spawn_throttle_failed(SpawnThrottle *t, unsigned worker, const char *what, 
                            t->failures, what, config_path ? config_path : "the built-in defaults");
                 return;
         }
-        t->not_before = now_usec(CLOCK_MONOTONIC) + (SPAWN_BACKOFF_FIRST << (t->failures - 1));
+        t->not_before = now + (SPAWN_BACKOFF_FIRST << (t->failures - 1));
 }
 
-void spawn_throttle_failed_early(SpawnThrottle *t, unsigned worker, const char *what, const char *config_path) {
+void spawn_throttle_failed_early(SpawnThrottle *t, unsigned worker, const char *what, const char *config_path,
+                                 usec_t now) {
         int r;
 
-        spawn_throttle_failed(t, worker, what, config_path);
-        r = spawn_throttle_check(t);
+        spawn_throttle_failed(t, worker, what, config_path, now);
+        r = spawn_throttle_check(t, now);
         if (r < 0 && r != -EAGAIN && r != -ECANCELED)
                 log_warning_errno(r, "Failed to schedule the next spawn attempt: %m");
 }

@@ -29,17 +29,20 @@ typedef struct SpawnThrottle {
 void spawn_throttle_init(SpawnThrottle *t, sd_event *event, void (*on_retry)(void *userdata), void *userdata);
 void spawn_throttle_done(SpawnThrottle *t);
 
-/* Whether a spawn may happen now: 0; -EAGAIN when it is deferred (on_retry follows when the back-off
- * ends); -ECANCELED once the throttle gave up; -errno when the retry cannot be scheduled. */
-int spawn_throttle_check(SpawnThrottle *t);
+/* Whether a spawn may happen at now: 0; -EAGAIN when it is deferred (on_retry follows when the back-off
+ * ends; without an event loop, nothing follows); -ECANCELED once the throttle gave up; -errno when the
+ * retry cannot be scheduled. */
+int spawn_throttle_check(SpawnThrottle *t, usec_t now);
 
-/* The spawn of worker wN failed for `what`: journaled, counted, backed off. config_path names the file
- * to fix in the message that gives up (NULL: the built-in defaults). */
-void spawn_throttle_failed(SpawnThrottle *t, unsigned worker, const char *what, const char *config_path);
+/* The spawn of worker wN failed at now for `what`: journaled, counted, backed off. config_path names the
+ * file to fix in the message that gives up (NULL: the built-in defaults). */
+void spawn_throttle_failed(SpawnThrottle *t, unsigned worker, const char *what, const char *config_path,
+                           usec_t now);
 
 /* A spawn that failed before any child ran: no death will ask for the next attempt, so the retry is
  * scheduled here, through the same back-off. */
-void spawn_throttle_failed_early(SpawnThrottle *t, unsigned worker, const char *what, const char *config_path);
+void spawn_throttle_failed_early(SpawnThrottle *t, unsigned worker, const char *what, const char *config_path,
+                                 usec_t now);
 
 /* wN stayed up for the stable period: the count of failures starts over. */
 void spawn_throttle_stable(SpawnThrottle *t, unsigned worker, usec_t period);

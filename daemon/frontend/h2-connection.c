@@ -3,7 +3,7 @@
  * non-blocking socket IO on the front end's sd-event loop. This file is the connection: socket, write
  * buffer, timers, shutdown, accept. nghttp2's callbacks are in h2-session.c, streams in
  * h2-stream.c (request) and h2-response.c (response, ClientOps), flood accounting in
- * h2-guard.c. Routing and forwarding are the router's (frontend.c, forward.c): this side only
+ * h2-guard.c. Routing and forwarding are the router's (router.c, forward.c): this side only
  * speaks the protocol.
  *
  * Input: recv() into a per-loop buffer, walked by the flood guard, fed to nghttp2_session_mem_recv()

@@ -17,10 +17,11 @@ ep_unit_test(cookie SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-cookie.c LIBS ep-core
 ep_unit_test(surface SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-surface.c LIBS ep-core)
 ep_unit_test(open-requests SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-open-requests.c LIBS ep-core)
 ep_unit_test(move SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-move.c LIBS ep-core)
+ep_unit_test(spawn-throttle SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-spawn-throttle.c LIBS ep-core)
 
 # A Manager in memory with Worker objects on open channels and no processes (manager-fixture.c). The
 # commander reads CLOCK_MONOTONIC through now_usec(): wrapped at link time, the tests drive the clock.
-foreach(m pool capacity status)
+foreach(m pool capacity status placement)
         ep_unit_test(${m} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-${m}.c ${CMAKE_CURRENT_LIST_DIR}/manager-fixture.c
                 LIBS ep-core)
         target_link_options(test-${m} PRIVATE -Wl,--wrap=now_usec)
