@@ -207,7 +207,7 @@ else
         sleep 0.5
         bg "$work/elastic-pool.log" "${on_proxy[@]}" bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" \
                 valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" "$commander" --group bench \
-                --config "$work/ep.conf" --runtime-dir "$work/run-cg" --state-dir "$work/state"
+                --config "$work/bench.conf" --runtime-dir "$work/run-cg" --state-dir "$work/state"
         ep_pid=$last_pid
         if ! wait_for 120 grep -q "Ready: 1 workers routable" "$work/elastic-pool.log"; then
                 tail -n 5 "$work/elastic-pool.log" >&2

@@ -6,6 +6,8 @@
 # for people, and only the ratios between peers measured in the same run mean anything.
 #
 #   sudo bench/proxy-compare.sh [BUILD_DIR]        (default: the tree scripts/build.sh builds)
+#   sudo BENCH_BASELINE=OTHER_BUILD_DIR bench/proxy-compare.sh [BUILD_DIR]
+#                                                  also elastic-pool of another build, side by side
 #
 # What is compared:
 #   * elastic-pool spawns the worker itself (backend=cgroup, in a fresh cgroup v2 parent of this run,
@@ -32,7 +34,10 @@
 # Environment: BENCH_DURATION (10 s), BENCH_WARMUP (2 s), BENCH_ROUNDS (1; with more, every row is the
 # median of its rounds, run interleaved), BENCH_CONNS (64, wrk), BENCH_THREADS (2), BENCH_H2_CLIENTS
 # (16) x BENCH_H2_STREAMS (4) for h2load, BENCH_WORKERS (1), BENCH_PIN (1), BENCH_NGINX_AUTO (1),
-# BENCH_PORT_BASE (18180; eight ports from it), BENCH_KEEP=DIR (keep logs and configurations).
+# BENCH_PORT_BASE (18180; nine ports from it), BENCH_KEEP=DIR (keep logs and configurations),
+# BENCH_BASELINE=BUILD_DIR: a second commander, of that build, measured in every round beside this one
+# ("elastic-pool@base", its own worker of this build's demo worker binary, the same CPUs), with the CPU
+# per request of the two compared round by round (same-round pairs) and as a median of those ratios.
 set -euo pipefail
 
 duration=${BENCH_DURATION:-10}
@@ -55,11 +60,20 @@ if [[ $nginx_auto == 1 ]]; then
 fi
 start_haproxy "$port_hap_h1" "$port_hap_h2"
 start_direct
+baseline=${BENCH_BASELINE:-}
+[[ -n $baseline ]] && start_baseline "$baseline"
 
 names=(elastic-pool nginx haproxy)
 declare -A port_h1=([elastic-pool]=$port_ep [nginx]=$port_ngx_h1 [haproxy]=$port_hap_h1 [nginx-auto]=$port_ngxa_h1)
 declare -A port_h2=([elastic-pool]=$port_ep [nginx]=$port_ngx_h2 [haproxy]=$port_hap_h2 [nginx-auto]=$port_ngxa_h2)
 ((nginx_auto)) && names+=(nginx-auto)
+declare -A wpids
+for name in "${names[@]}"; do wpids[$name]="${worker_pids[*]}"; done
+if [[ -n $baseline ]]; then
+        names+=(elastic-pool@base)
+        port_h1[elastic-pool@base]=$port_base_ep port_h2[elastic-pool@base]=$port_base_ep
+        wpids[elastic-pool@base]="${base_worker_pids[*]}"
+fi
 for name in "${names[@]}"; do
         check_get "${port_h1[$name]}"
         check_get "${port_h2[$name]}" --http2-prior-knowledge
@@ -68,6 +82,7 @@ check_get "$port_direct"
 # nginx forks its workers after it listens: read its process tree only now that it has answered.
 declare -A ppids=([elastic-pool]=$ep_pid [nginx]="$(proc_tree "$ngx1_pid")" [haproxy]=$hap_pid)
 ((nginx_auto)) && ppids[nginx-auto]="$(proc_tree "$ngxa_pid")"
+[[ -n $baseline ]] && ppids[elastic-pool@base]=$base_pid
 hz=$(getconf CLK_TCK)
 declare -A res
 
@@ -149,12 +164,16 @@ else
 fi
 echo "# load: wrk -t$threads -c$conns -d${duration}s --latency (HTTP/1.1); h2load -c$h2_clients -m$h2_streams -t$threads -D$duration"
 echo "#   (h2c prior knowledge; p50/p99 from its --log-file); ${warmup}s warm-up before each; GET / (36-byte body); $rounds round(s)"
+if [[ -n $baseline ]]; then
+        base_src=$(awk -F= '/^CMAKE_HOME_DIRECTORY:/ { print $2 }' "$base_build/CMakeCache.txt" 2>/dev/null || true)
+        echo "# elastic-pool@base: $(git -C "${base_src:-/nonexistent}" rev-parse --short HEAD 2>/dev/null || echo '?') ($base_build), its own worker, the same CPUs"
+fi
 
 for ((round = 1; round <= rounds; round++)); do
         for proto in h1 h2; do
                 for name in "${names[@]}"; do
                         [[ $proto == h1 ]] && port=${port_h1[$name]} || port=${port_h2[$name]}
-                        measure "$name" "$proto" "$port" "${ppids[$name]}" "${worker_pids[*]}"
+                        measure "$name" "$proto" "$port" "${ppids[$name]}" "${wpids[$name]}"
                 done
         done
         measure direct h1 "$port_direct" "" "$direct_pid"
@@ -190,6 +209,20 @@ for proto in h1 h2; do
                 END { printf "%-3s req/s %.2fx (best: %s %d)   p99 %.2fx (best: %s %.3f ms)   cpu/req %.2fx (best: %s %.2f us)\n",
                         proto, er / br, brn, br, ep / bp, bpn, bp, ec / bc, bcn, bc }'
 done
+
+if [[ -n $baseline ]]; then
+        echo
+        echo "# this build / the baseline (elastic-pool / elastic-pool@base), CPU per request: each round's pair, then"
+        echo "#   the median of those ratios (a disturbed round moves one ratio, not the median)"
+        for proto in h1 h2; do
+                paste -d' ' <(printf '%s' "${res[elastic-pool/$proto]}") <(printf '%s' "${res[elastic-pool@base/$proto]}") |
+                        awk -v proto="$proto" '{ r[NR] = $4 / $15; printf "%s round %d: %.2f / %.2f us = %.3f%s\n", proto, NR,
+                                $4, $15, r[NR], ($9 > 5 || $20 > 5) ? "  (disturbed: other% " $9 " / " $20 ")" : "" }
+                                END { n = NR; for (i = 2; i <= n; i++) { x = r[i]; for (k = i - 1; k >= 1 && r[k] > x; k--) r[k + 1] = r[k]; r[k + 1] = x }
+                                      m = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+                                      printf "%s median of %d rounds: %.3f (%+.1f %%)\n", proto, n, m, (m - 1) * 100 }'
+        done
+fi
 
 echo
 report_commander_log

@@ -7,7 +7,8 @@
 #
 # Inputs (set before sourcing, all optional): BENCH_WORKERS (1), BENCH_PIN (1), BENCH_PORT_BASE (18180),
 # BENCH_KEEP=DIR (copy logs and configurations there on exit), BENCH_CONNS (64: the upstream keep-alive
-# connections each peer may keep, as elastic-pool's upstream_connections default).
+# connections each peer may keep, as elastic-pool's upstream_connections default). start_baseline starts
+# a second commander of another build beside the first, to compare two builds in one run.
 
 bench_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 n_workers=${BENCH_WORKERS:-1}
@@ -26,6 +27,7 @@ bench_fail() {
 bench_build() {
         "$bench_top/scripts/bootstrap.sh" --bench >/dev/null
         build=${1:-$("$bench_top/scripts/build.sh")}
+        build=$(cd "$build" && pwd) # the configuration names binaries by absolute path
         commander=$build/daemon/elastic-pool
         worker=$build/demo/elastic-pool-demo-worker
         local b c
@@ -47,7 +49,8 @@ port_ngx_h1=$((port_base + 1)) port_ngx_h2=$((port_base + 2))
 port_hap_h1=$((port_base + 3)) port_hap_h2=$((port_base + 4))
 port_ngxa_h1=$((port_base + 5)) port_ngxa_h2=$((port_base + 6))
 port_direct=$((port_base + 7))
-for p in $(seq "$port_base" $((port_base + 7))); do
+port_base_ep=$((port_base + 8))
+for p in $(seq "$port_base" $((port_base + 8))); do
         ! ss -Hltn "sport = :$p" | grep -q . || bench_fail "port $p is taken (set BENCH_PORT_BASE)"
 done
 
@@ -59,6 +62,7 @@ for d in /sys/fs/cgroup/unified /sys/fs/cgroup; do
 done
 [[ -n $cgroot ]] || bench_fail "no cgroup v2 hierarchy"
 cg=$cgroot/ep-bench-$$
+cg_base=$cgroot/ep-bench-$$-base # start_baseline's commander: a parent of its own, as the first has
 bench_pids=()
 
 bench_cleanup() {
@@ -70,12 +74,13 @@ bench_cleanup() {
                 kill -KILL "$p" 2>/dev/null
                 wait "$p" 2>/dev/null
         done
-        if [[ -d $cg ]]; then
-                echo 1 >"$cg/cgroup.kill" 2>/dev/null
-                for _ in $(seq 100); do grep -qs '^populated 0' "$cg/cgroup.events" && break; sleep 0.05; done
-                find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null
-                [[ -d $cg ]] && echo "warning: could not remove $cg" >&2
-        fi
+        for d in "$cg" "$cg_base"; do
+                [[ -d $d ]] || continue
+                echo 1 >"$d/cgroup.kill" 2>/dev/null
+                for _ in $(seq 100); do grep -qs '^populated 0' "$d/cgroup.events" && break; sleep 0.05; done
+                find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+                [[ -d $d ]] && echo "warning: could not remove $d" >&2
+        done
         if [[ -n ${BENCH_KEEP:-} ]]; then
                 mkdir -p "$BENCH_KEEP" && cp -r "$work/." "$BENCH_KEEP/" 2>/dev/null
                 echo "# logs and configurations kept in $BENCH_KEEP"
@@ -86,10 +91,14 @@ bench_cleanup() {
 trap bench_cleanup EXIT
 trap 'exit 1' INT TERM
 
-mkdir "$cg"
-for c in $(cat "$cgroot/cgroup.subtree_control" 2>/dev/null); do
-        echo "+$c" >"$cg/cgroup.subtree_control" 2>/dev/null || true
-done
+# make_parent DIR: a fresh cgroup with every controller the root hands down enabled for its children.
+make_parent() {
+        mkdir "$1"
+        for c in $(cat "$cgroot/cgroup.subtree_control" 2>/dev/null); do
+                echo "+$c" >"$1/cgroup.subtree_control" 2>/dev/null || true
+        done
+}
+make_parent "$cg"
 
 wait_for() { # wait_for SECONDS COMMAND...: polls every 50 ms
         local deadline=$((SECONDS + $1))
@@ -124,10 +133,12 @@ machine_busy() {
         awk '$1 == "cpu" { print $2 + $3 + $4 }' /proc/stat
 }
 
-# Starts elastic-pool (on the proxy CPU, in the run's cgroup); sets ep_pid, sock (the reception's
-# socket) and worker_pids (pinned to the load CPU with BENCH_PIN=1).
-start_elastic_pool() {
-        cat >"$work/ep.conf" <<EOF
+# launch_commander NAME COMMANDER PORT CGROUP: a commander of this run (on the proxy CPU, in CGROUP, with
+# $worker as its workers), ready; sets last_pid, last_sock (the reception's socket) and last_worker_pids
+# (pinned to the load CPU with BENCH_PIN=1). Its log is $work/NAME.log.
+launch_commander() {
+        local name=$1 commander_bin=$2 port=$3 cgroup=$4 status_lines p
+        cat >"$work/$name.conf" <<EOF
 [worker]
 exec = $worker --threads 2
 [pool]
@@ -135,23 +146,42 @@ backend = cgroup
 min_workers = $n_workers
 max_workers = $n_workers
 [frontend]
-listen = 127.0.0.1:$port_ep
+listen = 127.0.0.1:$port
 EOF
-        bg "$work/elastic-pool.log" "${on_proxy[@]}" bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" \
-                "$commander" --group bench --config "$work/ep.conf" --runtime-dir "$work/run" --state-dir "$work/state"
-        ep_pid=$last_pid
-        wait_for 30 grep -q "Ready: $n_workers workers routable" "$work/elastic-pool.log" ||
-                { tail -n 20 "$work/elastic-pool.log" >&2; bench_fail "elastic-pool did not become ready"; }
-        local status_lines
+        bg "$work/$name.log" "${on_proxy[@]}" bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cgroup" \
+                "$commander_bin" --group "$name" --config "$work/$name.conf" --runtime-dir "$work/run-$name" \
+                --state-dir "$work/state-$name"
+        wait_for 30 grep -q "Ready: $n_workers workers routable" "$work/$name.log" ||
+                { tail -n 20 "$work/$name.log" >&2; bench_fail "$name did not become ready"; }
         mapfile -t status_lines < <(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
 ws=d["workers"]; print([w for w in ws if w["reception"]][0]["socket"]); print(" ".join(str(w["pid"]) for w in ws))' \
-                "$work/run/status.json")
-        sock=${status_lines[0]}
-        read -ra worker_pids <<<"${status_lines[1]}"
-        local p
+                "$work/run-$name/status.json")
+        last_sock=${status_lines[0]}
+        read -ra last_worker_pids <<<"${status_lines[1]}"
         if [[ $pin == 1 ]]; then
-                for p in "${worker_pids[@]}"; do taskset -apc 1 "$p" >/dev/null; done
+                for p in "${last_worker_pids[@]}"; do taskset -apc 1 "$p" >/dev/null; done
         fi
+}
+
+# Starts elastic-pool of this build; sets ep_pid, sock (the reception's socket, which nginx and HAProxy
+# forward to) and worker_pids.
+start_elastic_pool() {
+        launch_commander bench "$commander" "$port_ep" "$cg"
+        ep_pid=$last_pid sock=$last_sock
+        worker_pids=("${last_worker_pids[@]}")
+}
+
+# start_baseline BUILD_DIR: elastic-pool of another build beside this one, in the same run: its own cgroup
+# parent, directories and worker (this build's demo worker, so that only the commander differs), on
+# $port_base_ep; sets base_pid, base_worker_pids and base_build.
+start_baseline() {
+        base_build=$(cd "$1" && pwd)
+        [[ -x $base_build/daemon/elastic-pool ]] ||
+                bench_fail "no $base_build/daemon/elastic-pool: build the baseline first"
+        make_parent "$cg_base"
+        launch_commander bench-base "$base_build/daemon/elastic-pool" "$port_base_ep" "$cg_base"
+        base_pid=$last_pid
+        base_worker_pids=("${last_worker_pids[@]}")
 }
 
 # start_nginx NAME WORKER_PROCESSES H1_PORT H2_PORT [pin|float]: sets ngx_pid.
@@ -248,7 +278,7 @@ check_get() {
 report_commander_log() {
         local warn
         kill -0 "$ep_pid" 2>/dev/null || echo "# elastic-pool DIED during the run"
-        warn=$(grep -cE 'WARNING: |ERROR: |CRIT: |ALERT: |EMERG: ' "$work/elastic-pool.log" || true)
+        warn=$(grep -cE 'WARNING: |ERROR: |CRIT: |ALERT: |EMERG: ' "$work/bench.log" || true)
         echo "# elastic-pool log: $warn warning/error lines during the run$( ((warn > 0)) && echo '; the first ones:')"
-        grep -E 'WARNING: |ERROR: |CRIT: |ALERT: |EMERG: ' "$work/elastic-pool.log" | head -n 10 | sed 's/^/#   /' || true
+        grep -E 'WARNING: |ERROR: |CRIT: |ALERT: |EMERG: ' "$work/bench.log" | head -n 10 | sed 's/^/#   /' || true
 }
