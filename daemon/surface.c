@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "id-array.h"
 #include "macro.h"
 
 void surface_init(Surface *s) {
@@ -29,23 +30,6 @@ void surface_done(Surface *s) {
         strmap_done(&s->users);
         free(s->worker_users);
         *s = (Surface) {};
-}
-
-static int ensure_worker_slot(Surface *s, unsigned worker) {
-        unsigned n;
-        uint32_t *a;
-
-        if (worker < s->worker_slots)
-                return 0;
-        n = MAX(worker + 1, s->worker_slots * 2);
-        n = MAX(n, 16U);
-        a = reallocarray(s->worker_users, n, sizeof *a);
-        if (!a)
-                return -ENOMEM;
-        memset(a + s->worker_slots, 0, (n - s->worker_slots) * sizeof *a);
-        s->worker_users = a;
-        s->worker_slots = n;
-        return 0;
 }
 
 SurfaceUser *surface_user_get(const Surface *s, const char *name) {
@@ -78,7 +62,7 @@ int surface_user_place(Surface *s, const char *name, unsigned worker, usec_t now
         SurfaceUser *u = surface_user_get(s, name);
         int r;
 
-        r = ensure_worker_slot(s, worker);
+        r = ID_ARRAY_ENSURE(s->worker_users, s->worker_slots, worker);
         if (r < 0)
                 return r;
         if (u) {

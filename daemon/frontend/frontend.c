@@ -24,6 +24,7 @@
 #include "cleanup.h"
 #include "fd-util.h"
 #include "frontend-internal.h"
+#include "id-array.h"
 #include "log.h"
 #include "macro.h"
 #include "path-util.h"
@@ -265,22 +266,6 @@ static void close_listeners(Frontend *fe) {
 
 /* ---- the hooks the commander calls ---- */
 
-static int ensure_forward_slot(Frontend *fe, unsigned worker) {
-        ForwardPool **a;
-        unsigned n;
-
-        if (worker < fe->forward_slots)
-                return 0;
-        n = MAX(MAX(worker + 1, fe->forward_slots * 2), 16U);
-        a = reallocarray(fe->forward, n, sizeof *a);
-        if (!a)
-                return -ENOMEM;
-        memset(a + fe->forward_slots, 0, (n - fe->forward_slots) * sizeof *a);
-        fe->forward = a;
-        fe->forward_slots = n;
-        return 0;
-}
-
 static void on_worker_routable(void *userdata, unsigned worker, const char *socket_path) {
         Frontend *fe = userdata;
         ForwardOptions o = {
@@ -295,7 +280,7 @@ static void on_worker_routable(void *userdata, unsigned worker, const char *sock
 
         if (frontend_forward_pool(fe, worker))
                 return;
-        r = ensure_forward_slot(fe, worker);
+        r = ID_ARRAY_ENSURE(fe->forward, fe->forward_slots, worker);
         if (r >= 0)
                 r = forward_pool_new(fe->event, socket_path, &o, &fe->forward[worker]);
         if (r < 0) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "id-array.h"
 #include "macro.h"
 
 void open_requests_init(OpenRequests *o) {
@@ -19,27 +20,10 @@ void open_requests_done(OpenRequests *o) {
         *o = (OpenRequests) {};
 }
 
-static int ensure_worker_slot(OpenRequests *o, unsigned worker) {
-        uint32_t *a;
-        unsigned n;
-
-        if (worker < o->worker_slots)
-                return 0;
-        n = MAX(worker + 1, o->worker_slots * 2);
-        n = MAX(n, 16U);
-        a = reallocarray(o->worker_open, n, sizeof *a);
-        if (!a)
-                return -ENOMEM;
-        memset(a + o->worker_slots, 0, (n - o->worker_slots) * sizeof *a);
-        o->worker_open = a;
-        o->worker_slots = n;
-        return 0;
-}
-
 int open_requests_add(OpenRequests *o, Exchange *x) {
         int r;
 
-        r = ensure_worker_slot(o, x->worker);
+        r = ID_ARRAY_ENSURE(o->worker_open, o->worker_slots, x->worker);
         if (r < 0)
                 return r;
         snprintf(x->key, sizeof x->key, "%llx", (unsigned long long) ++o->next_key);
