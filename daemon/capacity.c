@@ -56,7 +56,9 @@ Freshness capacity_freshness(const Capacity *c, const Worker *w, usec_t now, use
         return evaluator_freshness(&w->window, &w->reading, &in, now, ret_since);
 }
 
-static void policy_worker_fill(const Capacity *c, const Worker *w, usec_t now, PolicyWorker *p) {
+/* What the policies see of w, judged with in (pool_freshness_input()). */
+static void policy_worker_judge(const Capacity *c, const Worker *w, const FreshnessInput *in, usec_t now,
+                                PolicyWorker *p) {
         *p = (PolicyWorker) {
                 .id = w->id,
                 .reception = w == c->pool->reception,
@@ -65,9 +67,16 @@ static void policy_worker_fill(const Capacity *c, const Worker *w, usec_t now, P
                 .occupancy = w->reading.occupancy.value,
                 .users = capacity_worker_users(c, w),
         };
-        p->freshness = capacity_freshness(c, w, now, &p->since);
+        p->freshness = evaluator_freshness(&w->window, &w->reading, in, now, &p->since);
         if (p->freshness == FRESHNESS_MISSING)
                 p->missing = w->reading.missing_names;
+}
+
+static void policy_worker_fill(const Capacity *c, const Worker *w, usec_t now, PolicyWorker *p) {
+        FreshnessInput in;
+
+        pool_freshness_input(c->pool, w, &in);
+        policy_worker_judge(c, w, &in, now, p);
 }
 
 void capacity_policy_input(Capacity *c, PolicyInput *ret) {
@@ -295,13 +304,12 @@ static void account_add(Capacity *c, Worker *w, usec_t now) {
         w->share = (PolicyShare) {};
         if (!worker_in_policy(w))
                 return;
-        policy_worker_fill(c, w, now, &p);
+        pool_freshness_input(c->pool, w, &in);
+        policy_worker_judge(c, w, &in, now, &p);
         policy_share(&p, &c->policy, &w->share);
         policy_summary_add(&c->summary, &w->share);
-        if (p.freshness == FRESHNESS_FRESH || p.freshness == FRESHNESS_NEW) {
-                pool_freshness_input(c->pool, w, &in);
+        if (p.freshness == FRESHNESS_FRESH || p.freshness == FRESHNESS_NEW)
                 c->recheck_at = MIN(c->recheck_at, evaluator_fresh_until(&w->window, &in));
-        }
 }
 
 /* Takes w's share out exactly as it went in, before its reading changes. */
@@ -374,16 +382,14 @@ static void fill_traffic(const Capacity *c, const Worker *w, Row *row) {
         row->fwd_busy_usec = t.busy_usec;
 }
 
-void capacity_take_row(Capacity *c, Worker *w, const Row *row) {
-        Row r = *row;
-
+void capacity_take_row(Capacity *c, Worker *w, Row *row) {
         /* w's share of the summary changes with its reading: out now, in again once interpreted */
         account_forget(c, w);
-        fill_traffic(c, w, &r);
-        window_push(&w->window, &r);                                       /* archive */
-        evaluator_interpret(&w->window, &c->evaluator, r.received, &w->reading); /* interpret */
+        fill_traffic(c, w, row);
+        window_push(&w->window, row);                                          /* archive */
+        evaluator_interpret(&w->window, &c->evaluator, row->received, &w->reading); /* interpret */
         if (summary_valid(c))
-                account_add(c, w, r.received);                            /* account */
+                account_add(c, w, row->received);                             /* account */
         if (w->state == WORKER_ROUTABLE || w->state == WORKER_DRAINING)
                 capacity_check(c);                                         /* decide, act */
 }

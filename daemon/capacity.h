@@ -71,9 +71,9 @@ void capacity_done(Capacity *c);
 /* Derives the evaluator's and the policies' parameters from the configuration. */
 void capacity_setup_parameters(Capacity *c);
 
-/* A report of w arrived as row (PoolHooks.report): archive, interpret, account, and check capacity when
- * w is routable. */
-void capacity_take_row(Capacity *c, Worker *w, const Row *row);
+/* A report of w arrived as row (PoolHooks.report): the commander's own measures added to it, archive,
+ * interpret, account, and check capacity when w is routable. */
+void capacity_take_row(Capacity *c, Worker *w, Row *row);
 
 /* Re-runs scale-up and compaction: on reports and whenever the pool changed. Does nothing while the pool
  * is stopping. */

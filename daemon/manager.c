@@ -297,7 +297,7 @@ static void on_worker_gone(Worker *w, void *userdata) {
                 m->frontend_hooks->worker_gone(m->frontend, w->id);
 }
 
-static void on_report(Worker *w, const Row *row, void *userdata) {
+static void on_report(Worker *w, Row *row, void *userdata) {
         Manager *m = userdata;
 
         capacity_take_row(&m->capacity, w, row);

@@ -23,15 +23,6 @@ const char *decision_kind_to_string(DecisionKind k) {
         return decision_kind_table[k];
 }
 
-/* Takes new users: the ledger's workers, admission's and placement's candidates. */
-static bool takes_users(const PolicyWorker *w) {
-        return w->routable && !w->retiring;
-}
-
-/* A reading admission and scale-up may judge by: measured, or a new worker that reads 0.0 and admits. */
-static bool judgeable(const PolicyWorker *w) {
-        return w->freshness == FRESHNESS_FRESH || w->freshness == FRESHNESS_NEW;
-}
 
 /* Appends to a NUL-terminated buf; a line that does not fit ends in "...". */
 _printf_(3, 4) static void appendf(char *buf, size_t size, const char *fmt, ...) {
@@ -140,7 +131,7 @@ static void survey_other(Survey *s, const PolicyWorker *w, double admission, dou
                 return;
 
         s->candidates++;
-        if (!judgeable(w)) {
+        if (!policy_worker_judgeable(w)) {
                 s->unjudgeable++;
                 if (!s->unjudged)
                         s->unjudged = w;
@@ -190,14 +181,6 @@ static void survey(const PolicyInput *in, const PolicyParams *p, Survey *ret) {
         *ret = s;
 }
 
-void policy_ledger_of(unsigned n, double occupied, const PolicyParams *p, Ledger *ret) {
-        ret->n = n;
-        ret->capacity = n > 0 ? p->reception_threshold + (double) (n - 1) * p->admission_threshold : 0.0;
-        ret->occupied = occupied;
-        ret->headroom = ret->capacity - ret->occupied;
-        ret->threshold = p->compaction_margin * p->admission_threshold;
-}
-
 static void ledger_from_survey(const Survey *s, const PolicyParams *p, Ledger *ret) {
         policy_ledger_of((unsigned) s->takers, s->occupied, p, ret);
 }
@@ -234,7 +217,7 @@ static void scale_up_sole(Decision *d, const Survey *s, const PolicyInput *in, c
         const PolicyWorker *w = s->sole;
         char why[96];
 
-        if (!judgeable(w))
+        if (!policy_worker_judgeable(w))
                 hold(d, w, in->now, "sole worker, nothing else to judge by");
         else if (w->occupancy < p->reception_threshold)
                 decide(d, DECISION_NONE, NULL, "sole worker w%u at %.3f < reception_threshold=%.3f", w->id,
@@ -270,7 +253,7 @@ static void scale_up_group(Decision *d, const Survey *s, const PolicyInput *in, 
         for (size_t i = 0; i < in->n_workers; i++) {
                 const PolicyWorker *w = &in->workers[i];
 
-                if (takes_users(w) && !w->reception)
+                if (policy_worker_takes_users(w) && !w->reception)
                         appendf(why, sizeof why, " w%u %.3f", w->id, w->occupancy);
         }
         if (s->candidates == 0)
@@ -368,12 +351,12 @@ int policy_admit(const PolicyInput *in, const PolicyParams *p, bool *ret_over) {
         for (size_t i = 0; i < in->n_workers; i++) {
                 const PolicyWorker *w = &in->workers[i];
 
-                if (!takes_users(w))
+                if (!policy_worker_takes_users(w))
                         continue;
                 if (w->reception) {
                         if (reception < 0)
                                 reception = (ssize_t) i;
-                } else if (!judgeable(w))
+                } else if (!policy_worker_judgeable(w))
                         other = (ssize_t)
                                 i; /* a stale, missing or unconnected worker: the very last resort */
                 else {
@@ -410,13 +393,13 @@ int policy_place(const PolicyInput *in, const PolicyParams *p, size_t current, b
                 *ret_over = false;
 
         /* Kept users stay kept: a user already on a non-reception worker that takes users stays there. */
-        if (takes_users(&in->workers[current]) && !in->workers[current].reception)
+        if (policy_worker_takes_users(&in->workers[current]) && !in->workers[current].reception)
                 return (int) current;
 
         for (size_t i = 0; i < in->n_workers; i++) {
                 const PolicyWorker *w = &in->workers[i];
 
-                if (!takes_users(w))
+                if (!policy_worker_takes_users(w))
                         continue;
                 takers++;
                 sole = (ssize_t) i;
@@ -430,48 +413,14 @@ int policy_place(const PolicyInput *in, const PolicyParams *p, size_t current, b
 
         /* The reception keeps while under its threshold, judged on a reading it has: a stale reception
          * could be full, so it passes the user on (admission still falls back to it if nothing else can). */
-        if (reception >= 0 && judgeable(&in->workers[reception]) &&
+        if (reception >= 0 && policy_worker_judgeable(&in->workers[reception]) &&
             in->workers[reception].occupancy < p->reception_threshold)
                 return (int) reception;
 
         return policy_admit(in, p, ret_over);
 }
 
-/* ---- the pool summary and the fast path ---- */
-
-void policy_share(const PolicyWorker *w, const PolicyParams *p, PolicyShare *ret) {
-        bool active = takes_users(w);
-
-        *ret = (PolicyShare) {
-                .counted = true,
-                .in_flight = !w->routable,
-                .retiring = w->retiring,
-                .active = active,
-                .room = active && !w->reception && judgeable(w) && w->occupancy < p->admission_threshold,
-                .not_fresh = w->routable && w->freshness != FRESHNESS_FRESH,
-                .occupancy = w->routable ? w->occupancy : 0.0,
-        };
-}
-
-void policy_summary_add(PolicySummary *s, const PolicyShare *sh) {
-        s->n_policy++;
-        s->n_in_flight += sh->in_flight;
-        s->n_retiring += sh->retiring;
-        s->n_active += sh->active;
-        s->n_room += sh->room;
-        s->n_not_fresh += sh->not_fresh;
-        s->occupied += sh->occupancy;
-}
-
-void policy_summary_remove(PolicySummary *s, const PolicyShare *sh) {
-        s->n_policy--;
-        s->n_in_flight -= sh->in_flight;
-        s->n_retiring -= sh->retiring;
-        s->n_active -= sh->active;
-        s->n_room -= sh->room;
-        s->n_not_fresh -= sh->not_fresh;
-        s->occupied -= sh->occupancy;
-}
+/* ---- the pool summary ---- */
 
 void policy_summarize(const PolicyInput *in, const PolicyParams *p, PolicySummary *ret) {
         *ret = (PolicySummary) {};
@@ -481,28 +430,4 @@ void policy_summarize(const PolicyInput *in, const PolicyParams *p, PolicySummar
                 policy_share(&in->workers[i], p, &sh);
                 policy_summary_add(ret, &sh);
         }
-}
-
-/* policy_scale_up() in its order: above the min_workers floor, no spawn in flight, a group (two or more
- * takers) and a worker with room is NONE, whatever the rest reads. */
-bool policy_scale_up_surely_none(const PolicySummary *s, const PolicyParams *p) {
-        return s->n_policy - s->n_retiring >= p->min_workers && s->n_in_flight == 0 && s->n_active >= 2 &&
-               s->n_room > 0;
-}
-
-/* policy_compaction() in its order: nothing retiring or in flight (else WAIT), then at or under the
- * min_workers floor is NONE whatever the readings; else every reading fresh and the headroom clearly at
- * or under the threshold. */
-bool policy_compaction_surely_none(const PolicySummary *s, const PolicyParams *p) {
-        Ledger l;
-
-        if (s->n_retiring > 0 || s->n_in_flight > 0)
-                return false;
-        if (s->n_active <= p->min_workers)
-                return true;
-        if (s->n_not_fresh > 0)
-                return false;
-        policy_ledger_of(s->n_active, s->occupied, p, &l);
-        /* a margin for the rounding drift of a running sum: near the threshold, ask the policy */
-        return l.headroom < l.threshold - 1e-6;
 }

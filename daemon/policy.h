@@ -27,6 +27,17 @@ typedef struct PolicyWorker {
         uint32_t users;      /* logged-in users placed on it (from the surface) */
 } PolicyWorker;
 
+/* Takes new users: routable and not retiring (the ledger's workers, admission's and placement's
+ * candidates). */
+static inline bool policy_worker_takes_users(const PolicyWorker *w) {
+        return w->routable && !w->retiring;
+}
+
+/* A reading admission and scale-up may judge by: measured, or a new worker that reads 0.0 and admits. */
+static inline bool policy_worker_judgeable(const PolicyWorker *w) {
+        return w->freshness == FRESHNESS_FRESH || w->freshness == FRESHNESS_NEW;
+}
+
 typedef struct PolicyParams {
         double reception_threshold; /* keep threshold of the reception */
         double admission_threshold;
@@ -157,20 +168,81 @@ typedef struct PolicySummary {
         double occupied;      /* O */
 } PolicySummary;
 
-void policy_share(const PolicyWorker *w, const PolicyParams *p, PolicyShare *ret);
-void policy_summary_add(PolicySummary *s, const PolicyShare *sh);
-void policy_summary_remove(PolicySummary *s, const PolicyShare *sh);
+/* They run on every report: inline, so the shell pays no call for them. */
+static inline void policy_share(const PolicyWorker *w, const PolicyParams *p, PolicyShare *ret) {
+        bool active = policy_worker_takes_users(w);
+
+        *ret = (PolicyShare) {
+                .counted = true,
+                .in_flight = !w->routable,
+                .retiring = w->retiring,
+                .active = active,
+                .room = active && !w->reception && policy_worker_judgeable(w) &&
+                        w->occupancy < p->admission_threshold,
+                .not_fresh = w->routable && w->freshness != FRESHNESS_FRESH,
+                .occupancy = w->routable ? w->occupancy : 0.0,
+        };
+}
+
+static inline void policy_summary_add(PolicySummary *s, const PolicyShare *sh) {
+        s->n_policy++;
+        s->n_in_flight += sh->in_flight;
+        s->n_retiring += sh->retiring;
+        s->n_active += sh->active;
+        s->n_room += sh->room;
+        s->n_not_fresh += sh->not_fresh;
+        s->occupied += sh->occupancy;
+}
+
+static inline void policy_summary_remove(PolicySummary *s, const PolicyShare *sh) {
+        s->n_policy--;
+        s->n_in_flight -= sh->in_flight;
+        s->n_retiring -= sh->retiring;
+        s->n_active -= sh->active;
+        s->n_room -= sh->room;
+        s->n_not_fresh -= sh->not_fresh;
+        s->occupied -= sh->occupancy;
+}
+
 /* The summary of a whole PolicyInput, share by share (what the running sums must always equal). */
 void policy_summarize(const PolicyInput *in, const PolicyParams *p, PolicySummary *ret);
 
 /* The capacity ledger of n taking workers holding O = occupied: C = reception_threshold + (n - 1) *
  * admission_threshold (0 for n = 0), H = C - O, threshold = margin * admission_threshold. The one place
  * the formula is written: policy_ledger() and the fast path both come here. */
-void policy_ledger_of(unsigned n, double occupied, const PolicyParams *p, Ledger *ret);
+static inline void policy_ledger_of(unsigned n, double occupied, const PolicyParams *p, Ledger *ret) {
+        ret->n = n;
+        ret->capacity = n > 0 ? p->reception_threshold + (double) (n - 1) * p->admission_threshold : 0.0;
+        ret->occupied = occupied;
+        ret->headroom = ret->capacity - ret->occupied;
+        ret->threshold = p->compaction_margin * p->admission_threshold;
+}
 
 /* The fast path: true only when the summary alone proves that policy_scale_up() (resp.
  * policy_compaction()) decides NONE on any pool it summarises; false means "ask the policy", not
  * "something to do". Compaction is asked near its threshold too, where the running sum's rounding could
- * tip the comparison. */
-bool policy_scale_up_surely_none(const PolicySummary *s, const PolicyParams *p);
-bool policy_compaction_surely_none(const PolicySummary *s, const PolicyParams *p);
+ * tip the comparison.
+ *
+ * policy_scale_up() in its order: above the min_workers floor, no spawn in flight, a group (two or more
+ * takers) and a worker with room is NONE, whatever the rest reads. */
+static inline bool policy_scale_up_surely_none(const PolicySummary *s, const PolicyParams *p) {
+        return s->n_policy - s->n_retiring >= p->min_workers && s->n_in_flight == 0 && s->n_active >= 2 &&
+               s->n_room > 0;
+}
+
+/* policy_compaction() in its order: nothing retiring or in flight (else WAIT), then at or under the
+ * min_workers floor is NONE whatever the readings; else every reading fresh and the headroom clearly at
+ * or under the threshold. */
+static inline bool policy_compaction_surely_none(const PolicySummary *s, const PolicyParams *p) {
+        Ledger l;
+
+        if (s->n_retiring > 0 || s->n_in_flight > 0)
+                return false;
+        if (s->n_active <= p->min_workers)
+                return true;
+        if (s->n_not_fresh > 0)
+                return false;
+        policy_ledger_of(s->n_active, s->occupied, p, &l);
+        /* a margin for the rounding drift of a running sum: near the threshold, ask the policy */
+        return l.headroom < l.threshold - 1e-6;
+}

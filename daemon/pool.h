@@ -28,8 +28,9 @@ typedef struct PoolHooks {
         void (*worker_draining)(Worker *w, void *userdata);
         /* w died; called before it leaves the pool and is freed. */
         void (*worker_gone)(Worker *w, void *userdata);
-        /* A report of w arrived: the row, as the report said it (the commander's own measures absent). */
-        void (*report)(Worker *w, const Row *row, void *userdata);
+        /* A report of w arrived: the row, as the report said it (the commander's own measures absent);
+         * the hook may fill those in, the row is the pool's only for the call. */
+        void (*report)(Worker *w, Row *row, void *userdata);
         /* A move answer (Package, InstallResult) from w's channel. */
         void (*move_frame)(Worker *w, const Frame *f, void *userdata);
         /* Capacity should be checked again: a worker left, or a spawn back-off ended. */
