@@ -69,19 +69,26 @@ static unsigned route_guest(void *userdata) {
 static void route_user(void *userdata, const char *user, const char *unknown_why, Route *ret) {
         Placement *pl = userdata;
         SurfaceUser *u = surface_user_get(pl->surface, user);
+        Worker *w;
 
         *ret = (Route) {};
         if (!u)
                 u = place_again(pl, user, unknown_why);
-        if (u && u->move) {
+        if (!u) {
+                ret->worker = route_guest(pl); /* nowhere to place it: what a guest would get */
+                return;
+        }
+        if (u->move) {
                 ret->held = true;
                 return;
         }
-        if (u && !routable_worker(pl, u->worker)) {
+        w = routable_worker(pl, u->worker); /* one lookup on the path every sticky request takes */
+        if (!w) {
                 surface_user_forget(pl->surface, u);
                 u = place_again(pl, user, "its worker is not routable any more");
+                w = u ? routable_worker(pl, u->worker) : NULL;
         }
-        ret->worker = u ? (routable_worker(pl, u->worker) ? u->worker : 0) : route_guest(pl);
+        ret->worker = w ? w->id : u ? 0 : route_guest(pl);
 }
 
 static uint64_t request_started(void *userdata, const char *user) {
