@@ -28,7 +28,8 @@
 #   * cpu us/req: utime + stime of every process of the proxy (/proc/PID/stat), read right before and
 #     after the measured run, over the requests completed in it; "worker" is the same for the worker
 #     and "load" for wrk/h2load. "other%" is CPU time that processes outside the benchmark took during
-#     the run, in % of one CPU (a build or a test suite running beside it): above ~5 the row was
+#     the run, in % of one CPU (a build or a test suite running beside it), and "steal%" the time the
+#     hypervisor took from this virtual machine's CPUs (/proc/stat): above ~5 together the row was
 #     disturbed, and the script marks it with '!'.
 #
 # Environment: BENCH_DURATION (10 s), BENCH_WARMUP (2 s), BENCH_ROUNDS (1; with more, every row is the
@@ -136,10 +137,12 @@ measure() {
                 -v b="$before" -v a="$after" -v wb="$wbefore" -v wa="$wafter" -v mb="$mbefore" -v ma="$mafter" \
                 -v lt="$lt" -v el=$(((t1 - t0) / 1000)) 'BEGIN {
                 split(b, B, " "); split(a, A, " "); split(wb, WB, " "); split(wa, WA, " "); split(lt, L, " ")
+                split(mb, MB, " "); split(ma, MA, " ")
                 pu = (A[1] - B[1]) / hz; ps = (A[2] - B[2]) / hz; w = (WA[1] + WA[2] - WB[1] - WB[2]) / hz
-                l = L[1] + L[2]; other = (ma - mb) / hz - pu - ps - w - l; if (other < 0) other = 0
-                printf "%.0f %.3f %.3f %.2f %.2f %.2f %.2f %.2f %.1f %d %d\n", rps, p50, p99, (pu + ps) * 1e6 / n,
-                        pu * 1e6 / n, ps * 1e6 / n, w * 1e6 / n, l * 1e6 / n, other * 1e8 / el, n, err }')$'\n'
+                l = L[1] + L[2]; other = (MA[1] - MB[1]) / hz - pu - ps - w - l; if (other < 0) other = 0
+                steal = (MA[2] - MB[2]) / hz
+                printf "%.0f %.3f %.3f %.2f %.2f %.2f %.2f %.2f %.1f %.1f %d %d\n", rps, p50, p99, (pu + ps) * 1e6 / n,
+                        pu * 1e6 / n, ps * 1e6 / n, w * 1e6 / n, l * 1e6 / n, other * 1e8 / el, steal * 1e8 / el, n, err }')$'\n'
 }
 
 median_row() { # the per-column median of the rows given on stdin (errors and requests: the sum)
@@ -147,7 +150,7 @@ median_row() { # the per-column median of the rows given on stdin (errors and re
                 for (i = 1; i <= nf; i++) {
                         for (r = 1; r <= NR; r++) a[r] = v[i, r]
                         for (r = 2; r <= NR; r++) { x = a[r]; for (k = r - 1; k >= 1 && a[k] > x; k--) a[k + 1] = a[k]; a[k + 1] = x }
-                        if (i >= 10) { s = 0; for (r = 1; r <= NR; r++) s += a[r]; m = s }
+                        if (i >= 11) { s = 0; for (r = 1; r <= NR; r++) s += a[r]; m = s }
                         else m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
                         printf "%s%s", m, i < nf ? " " : "\n"
                 } }'
@@ -179,19 +182,19 @@ for ((round = 1; round <= rounds; round++)); do
         measure direct h1 "$port_direct" "" "$direct_pid"
 done
 
-printf '\n%-12s %-5s %8s %7s %7s %10s %6s %6s %7s %6s %6s %9s %6s\n' proxy proto "req/s" "p50 ms" "p99 ms" \
-        "cpu us/req" user sys worker load other% requests errors
+printf '\n%-17s %-5s %8s %7s %7s %10s %6s %6s %7s %6s %6s %6s %9s %6s\n' proxy proto "req/s" "p50 ms" "p99 ms" \
+        "cpu us/req" user sys worker load other% steal% requests errors
 declare -A med
 for proto in h1 h2; do
         for name in "${names[@]}" direct; do
                 [[ -n ${res[$name/$proto]:-} ]] || continue
                 med[$name/$proto]=$(printf '%s' "${res[$name/$proto]}" | median_row)
-                read -r rps p50 p99 cpu u s w l o n err <<<"${med[$name/$proto]}"
+                read -r rps p50 p99 cpu u s w l o st n err <<<"${med[$name/$proto]}"
                 [[ $name == direct ]] && cpu=- u=- s=-
                 mark=""
-                awk -v o="$o" 'BEGIN { exit !(o > 5) }' && mark="!"
-                printf '%-12s %-5s %8s %7s %7s %10s %6s %6s %7s %6s %6s %9s %6s\n' "$name" "$proto" "$rps" "$p50" "$p99" \
-                        "$cpu" "$u" "$s" "$w" "$l" "$o$mark" "$n" "$err"
+                awk -v o="$o" -v st="$st" 'BEGIN { exit !(o + st > 5) }' && mark="!"
+                printf '%-17s %-5s %8s %7s %7s %10s %6s %6s %7s %6s %6s %6s %9s %6s\n' "$name" "$proto" "$rps" "$p50" \
+                        "$p99" "$cpu" "$u" "$s" "$w" "$l" "$o$mark" "$st" "$n" "$err"
         done
 done
 
@@ -216,8 +219,9 @@ if [[ -n $baseline ]]; then
         echo "#   the median of those ratios (a disturbed round moves one ratio, not the median)"
         for proto in h1 h2; do
                 paste -d' ' <(printf '%s' "${res[elastic-pool/$proto]}") <(printf '%s' "${res[elastic-pool@base/$proto]}") |
-                        awk -v proto="$proto" '{ r[NR] = $4 / $15; printf "%s round %d: %.2f / %.2f us = %.3f%s\n", proto, NR,
-                                $4, $15, r[NR], ($9 > 5 || $20 > 5) ? "  (disturbed: other% " $9 " / " $20 ")" : "" }
+                        awk -v proto="$proto" '{ r[NR] = $4 / $16
+                                printf "%s round %d: %.2f / %.2f us = %.3f   (other%% %s / %s, steal%% %s / %s)%s\n", proto, NR,
+                                        $4, $16, r[NR], $9, $21, $10, $22, ($9 + $10 > 5 || $21 + $22 > 5) ? "  disturbed" : "" }
                                 END { n = NR; for (i = 2; i <= n; i++) { x = r[i]; for (k = i - 1; k >= 1 && r[k] > x; k--) r[k + 1] = r[k]; r[k + 1] = x }
                                       m = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
                                       printf "%s median of %d rounds: %.3f (%+.1f %%)\n", proto, n, m, (m - 1) * 100 }'

@@ -128,9 +128,9 @@ cpu_ticks() {
                 awk '{ u += $12; s += $13 } END { print u + 0, s + 0 }'
 }
 # Process time of the whole machine (user nice system; softirq and irq are not charged to processes),
-# in clock ticks, from /proc/stat.
+# and the time the hypervisor took from it (steal), in clock ticks, from /proc/stat: "busy steal".
 machine_busy() {
-        awk '$1 == "cpu" { print $2 + $3 + $4 }' /proc/stat
+        awk '$1 == "cpu" { print $2 + $3 + $4, $9 + 0 }' /proc/stat
 }
 
 # launch_commander NAME COMMANDER PORT CGROUP: a commander of this run (on the proxy CPU, in CGROUP, with
