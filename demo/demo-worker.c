@@ -38,6 +38,7 @@ typedef struct Options {
         uint64_t max_body_size;
         usec_t idle_timeout;
         usec_t shutdown_timeout;
+        MoveFaults faults;
 } Options;
 
 static void help(void) {
@@ -52,6 +53,12 @@ static void help(void) {
                "  --shutdown-timeout DURATION  time in-flight requests get after SIGTERM (default 10s)\n"
                "  -h --help                 show this help\n"
                "  --version                 show the version\n\n"
+               "Faults injected into live moves on purpose, for tests of the commander (default: none):\n"
+               "  --install-delay DURATION  wait this long before each install (a hung target)\n"
+               "  --install-error           refuse every install: InstallResult ok=false (after the delay)\n"
+               "  --snapshot-delay DURATION wait this long before each snapshot (a slow source)\n"
+               "The delays stall the worker's event loop: meanwhile it takes no new request, sends no\n"
+               "report and handles no signal.\n\n"
                "Endpoints: / /hello /login?user=U /logout /state /work?cpu_ms=&alloc_kb=&sleep_ms=&bytes=\n"
                "           /_monitor/state\n",
                PROGRAM, THREADS_MAX);
@@ -110,6 +117,9 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 ARG_MAX_BODY,
                 ARG_IDLE,
                 ARG_SHUTDOWN,
+                ARG_INSTALL_DELAY,
+                ARG_INSTALL_ERROR,
+                ARG_SNAPSHOT_DELAY,
                 ARG_VERSION
         };
         static const struct option options[] = {
@@ -119,6 +129,9 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "max-body-size", required_argument, NULL, ARG_MAX_BODY },
                 { "idle-timeout", required_argument, NULL, ARG_IDLE },
                 { "shutdown-timeout", required_argument, NULL, ARG_SHUTDOWN },
+                { "install-delay", required_argument, NULL, ARG_INSTALL_DELAY },
+                { "install-error", no_argument, NULL, ARG_INSTALL_ERROR },
+                { "snapshot-delay", required_argument, NULL, ARG_SNAPSHOT_DELAY },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
@@ -162,6 +175,19 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                                 return usage_error("invalid --shutdown-timeout '%s': a duration such as 10s",
                                                    optarg);
                         break;
+                case ARG_INSTALL_DELAY:
+                        if (parse_duration(optarg, &o->faults.install_delay) < 0)
+                                return usage_error("invalid --install-delay '%s': a duration such as 200ms",
+                                                   optarg);
+                        break;
+                case ARG_INSTALL_ERROR:
+                        o->faults.install_error = true;
+                        break;
+                case ARG_SNAPSHOT_DELAY:
+                        if (parse_duration(optarg, &o->faults.snapshot_delay) < 0)
+                                return usage_error("invalid --snapshot-delay '%s': a duration such as 8s",
+                                                   optarg);
+                        break;
                 case 'h':
                         help();
                         return 0;
@@ -169,6 +195,10 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         printf("%s %s\n", PROGRAM, EP_VERSION);
                         return 0;
                 case '?':
+                        /* a long option without a value given one (--install-error=yes): optopt is its
+                         * code, no character to print */
+                        if (optopt >= ARG_LISTEN || (optopt && startswith(argv[optind - 1], "--")))
+                                return usage_error("option '%s' takes no value", argv[optind - 1]);
                         if (optopt)
                                 return usage_error("unknown option '-%c'", optopt);
                         return usage_error("unknown option '%s'", argv[optind - 1]);
@@ -323,6 +353,7 @@ static int run(const Options *o) {
                 ep_sensor_free(sensor);
                 return log_error_errno(r, "Failed to set up: %m");
         }
+        app.faults = o->faults;
         (void) ep_sensor_set_user_callbacks(sensor, &app_user_callbacks, &app);
         ep_sensor_set_drain_callback(sensor, on_drain, &app);
 

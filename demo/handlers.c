@@ -360,10 +360,30 @@ void handlers_dispatch(App *app, const HttpRequest *req, HttpResponse *resp) {
         route->handler(app, req, &t, resp);
 }
 
+/* A --install-delay or --snapshot-delay fault. It blocks the calling thread, which is the event loop: the
+ * worker takes no new request and answers no signal meanwhile, as a hung target or a slow source would. The
+ * signals the loop handles are blocked (it reads them from a signalfd), so EINTR is not expected; it only
+ * resumes the sleep towards the same deadline. */
+static void fault_delay(const char *what, const char *user, usec_t delay) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        usec_t deadline = delay > USEC_INFINITY - now ? USEC_INFINITY : now + delay;
+        struct timespec ts = { .tv_sec = (time_t) (deadline / USEC_PER_SEC),
+                               .tv_nsec = (long) (deadline % USEC_PER_SEC * NSEC_PER_USEC) };
+        char buf[32];
+
+        if (delay == 0)
+                return;
+        log_info("Delaying the %s of user '%s' by %s (fault injected on purpose)", what, user,
+                 format_timespan(buf, sizeof buf, delay));
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                ;
+}
+
 /* The sensor's move callbacks: they run in the event-loop thread, the loop syncs the user count. */
 static int on_snapshot(void *userdata, const char *user, void **ret_blob, size_t *ret_size) {
         App *app = userdata;
 
+        fault_delay("snapshot", user, app->faults.snapshot_delay);
         return user_store_snapshot(app->users, user, ret_blob, ret_size);
 }
 
@@ -371,6 +391,11 @@ static int on_install(void *userdata, const char *user, const void *blob, size_t
         App *app = userdata;
         int r;
 
+        fault_delay("install", user, app->faults.install_delay);
+        /* -EPERM: the sensor puts its strerror() in the InstallResult, "Operation not permitted" */
+        if (app->faults.install_error)
+                return log_warning_errno(EPERM, "Refused to install user '%s' (%zu bytes): --install-error",
+                                         user, size);
         r = user_store_install(app->users, user, blob, size);
         if (r < 0)
                 return log_warning_errno(r, "Refused to install user '%s' (%zu bytes): %m", user, size);

@@ -14,6 +14,7 @@
 #include <http_parser.h>
 
 #include "elastic-pool/sensor.h"
+#include "time-util.h"
 #include "user-store.h"
 
 /* Limits of /work, and the default limit of a request body (which every endpoint accepts and discards,
@@ -26,6 +27,15 @@
  * streaming tests push GiB uploads through */
 #define REQUEST_BODY_MAX_DEFAULT (16ULL * 1024 * 1024 * 1024)
 
+/* Faults the move callbacks inject on purpose, so that tests of the commander can make a live move fail
+ * (--install-delay, --install-error, --snapshot-delay). All zero: none. The delays sleep in the callback,
+ * that is in the event-loop thread: the whole worker stalls, as a hung target or a slow source would. */
+typedef struct MoveFaults {
+        usec_t install_delay;  /* before an install (and before refusing it with install_error) */
+        usec_t snapshot_delay; /* before a snapshot */
+        bool install_error;    /* refuse every install with -EPERM */
+} MoveFaults;
+
 /* What the application shares between the event loop and the executor threads. */
 typedef struct App {
         UserStore *users;
@@ -35,6 +45,7 @@ typedef struct App {
         uint64_t max_body; /* request bodies over this are 413 */
         atomic_uint connections;
         atomic_uint busy; /* executor threads working on a connection (what the sensor reports as busy) */
+        MoveFaults faults; /* read by the move callbacks only, set before the event loop starts */
 
         /* A hard stop (shutdown deadline passed) cuts /work short: sleepers wait on stop_cond. */
         pthread_mutex_t stop_lock;
