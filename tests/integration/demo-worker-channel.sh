@@ -8,29 +8,14 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/demo-worker-lib.sh"
 
-PEER=$EP_BUILD_DIR/tests/tools/ep-channel-peer
-[[ -x $PEER ]] || skip "tests/tools/ep-channel-peer is not built"
+demo_peer_start --threads 3 --user-blob-size 1000
+frames=$DEMO_FRAMES
 
-frames=$EP_TMP/frames.out
-mkfifo "$EP_TMP/commands"
-exec 7<>"$EP_TMP/commands" # held open read-write: the peer never sees EOF on its stdin until we close it
-# Not spawn_bg: bash gives a command backgrounded inside a function /dev/null as stdin.
-"$PEER" --listen "$DEMO_SOCK" --interval 200ms -- "$DEMO_WORKER" --threads 3 --user-blob-size 1000 \
-        <"$EP_TMP/commands" >"$frames" 2>"$DEMO_LOG" &
-DEMO_PID=$!
-EP_PIDS+=("$DEMO_PID")
-peer_command() {
-        echo "$*" >&7
-}
-expect_frame() { # expect_frame REGEX WHAT
-        wait_for_line "$frames" "$1" >/dev/null || fail "no frame for $2 (/$1/)"
-}
 state() {
         curl -s "${DEMO_CURL[@]}" -H "X-Elastic-Pool-User: $1" http://demo/state
 }
 
 expect_frame '^hello .*caps=[a-z,-]*snapshot,install,drop' "Hello with the move capabilities"
-wait_until demo_ready || fail "the worker does not answer on the peer's socket"
 curl -sf "${DEMO_CURL[@]}" -o /dev/null 'http://demo/login?user=alice' || fail "login"
 for _ in 1 2 3; do before=$(state alice); done
 grep -q '"counter":3,' <<<"$before" || fail "state before the move: $before"
@@ -63,11 +48,5 @@ expect_frame '^package move=10 user=nobody .*error=' "an error package for an un
 peer_command drain 5000
 wait_for_line "$DEMO_LOG" 'Asked to drain' >/dev/null || fail "Drain was not logged"
 
-peer_command quit
-expect_frame '^goodbye ' "a Goodbye on SIGTERM"
-expect_frame '^exited status=0' "the worker's exit 0"
-rc=0
-wait "$DEMO_PID" || rc=$?
-((rc == 0)) || fail "ep-channel-peer exited $rc"
-EP_PIDS=()
+demo_peer_stop
 echo "OK"

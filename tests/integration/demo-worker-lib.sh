@@ -74,3 +74,50 @@ EOF
 statuses() {
         grep -aoE '^HTTP/1\.1 [0-9]{3}' | cut -d' ' -f2
 }
+
+# demo_peer_start [WORKER OPTIONS...]: runs the worker under tests/tools/ep-channel-peer, a fake commander
+# that hands it a channel and $DEMO_SOCK by socket activation (reports every 200 ms), and waits until the
+# worker answers. The frames the worker sends land in $DEMO_FRAMES, one a line; peer_command sends the
+# peer a command line (snapshot MOVE USER, install-from-last-package USER, drain, quit...).
+demo_peer_start() {
+        local peer=$EP_BUILD_DIR/tests/tools/ep-channel-peer
+        [[ -x $peer ]] || skip "tests/tools/ep-channel-peer is not built"
+        DEMO_FRAMES=$EP_TMP/frames.out
+        mkfifo "$EP_TMP/commands"
+        # held open read-write: the peer never sees EOF on its stdin until we close it
+        exec 7<>"$EP_TMP/commands"
+        # Not spawn_bg: bash gives a command it backgrounds /dev/null as stdin unless the redirection is
+        # on that command itself, as here, not on the call of a function that backgrounds it.
+        "$peer" --listen "$DEMO_SOCK" --interval 200ms -- "$DEMO_WORKER" "$@" \
+                <"$EP_TMP/commands" >"$DEMO_FRAMES" 2>"$DEMO_LOG" &
+        DEMO_PID=$!
+        EP_PIDS+=("$DEMO_PID")
+        wait_until demo_ready || fail "the worker does not answer on the peer's socket"
+}
+
+peer_command() {
+        echo "$*" >&7
+}
+
+# expect_frame REGEX WHAT: waits for a frame line matching REGEX, fails naming WHAT.
+expect_frame() {
+        wait_for_line "$DEMO_FRAMES" "$1" >/dev/null || fail "no frame for $2 (/$1/)"
+}
+
+# Asks the peer to stop the worker (SIGTERM) and checks both end well: Goodbye, exit 0.
+demo_peer_stop() {
+        peer_command quit
+        expect_frame '^goodbye ' "a Goodbye on SIGTERM"
+        expect_frame '^exited status=0' "the worker's exit 0"
+        local rc=0
+        wait "$DEMO_PID" || rc=$?
+        ((rc == 0)) || fail "ep-channel-peer exited $rc"
+        EP_PIDS=()
+}
+
+# Microseconds of CLOCK_MONOTONIC (no steps with the wall clock), for lower bounds on delays: the reading
+# falls inside the call, so from a call made before an event to one made after it, no less time passes
+# than the event took.
+now_usec() {
+        "$EP_PYTHON" -c 'import time; print(time.monotonic_ns() // 1000)'
+}
