@@ -39,6 +39,10 @@ void capacity_init(Capacity *c, Pool *pool, const Config *config, const Capacity
         capacity_setup_parameters(c);
 }
 
+void capacity_set_actions(Capacity *c, const CapacityActions *actions) {
+        c->actions = actions ? *actions : (CapacityActions) {};
+}
+
 void capacity_done(Capacity *c) {
         c->deferred_check = sd_event_source_disable_unref(c->deferred_check);
         c->policy_buf = mfree(c->policy_buf);
@@ -63,7 +67,7 @@ static void policy_worker_judge(const Capacity *c, const Worker *w, const Freshn
                 .id = w->id,
                 .reception = w == c->pool->reception,
                 .routable = w->state == WORKER_ROUTABLE || w->state == WORKER_DRAINING,
-                .retiring = w->state == WORKER_DRAINING,
+                .retiring = w->state == WORKER_DRAINING || w->evacuating,
                 .occupancy = w->reading.occupancy.value,
                 .users = capacity_worker_users(c, w),
         };
@@ -142,7 +146,8 @@ static char *format_inputs(const Capacity *c) {
                         else
                                 fprintf(f, "%s%s=-", k > 0 ? " " : "", component_to_string(k));
                 }
-                fprintf(f, " users=%u %s]", capacity_worker_users(c, w), worker_state_to_string(w->state));
+                fprintf(f, " users=%u %s%s]", capacity_worker_users(c, w), worker_state_to_string(w->state),
+                        w->evacuating ? ",evacuating" : "");
         }
         if (fclose(f) != 0)
                 return NULL;
@@ -260,6 +265,30 @@ static bool culprit_is_new(const PolicyInput *in, int worker) {
         return false;
 }
 
+/* The worker compaction chose still has users: the drain service moves them off first. */
+static void drain(Capacity *c, Decision *d) {
+        char why[sizeof d->reason];
+        int r;
+
+        if (!c->actions.drain) {
+                set_hold(c, &c->compaction_hold, "compaction", d);
+                return;
+        }
+        r = c->actions.drain((unsigned) d->worker, d, why, sizeof why, c->actions.userdata);
+        if (r >= 0) {
+                clear_hold(c, &c->compaction_hold, "compaction");
+                journal_decision(c, LOG_INFO, MESSAGE_ID_COMPACT, "compact",
+                                 "Compaction: draining a worker by live moves", d);
+                return;
+        }
+        d->kind = DECISION_WAIT;
+        if (r == -EAGAIN)
+                snprintf(d->reason, sizeof d->reason, "%s", why);
+        else
+                snprintf(d->reason, sizeof d->reason, "cannot drain w%d: %s", d->worker, strerror(-r));
+        set_hold(c, &c->compaction_hold, "compaction", d);
+}
+
 static void act_compaction(Capacity *c, const PolicyInput *in) {
         Worker *w;
         Decision d;
@@ -280,6 +309,9 @@ static void act_compaction(Capacity *c, const PolicyInput *in) {
                         return;
                 journal_decision(c, LOG_INFO, MESSAGE_ID_COMPACT, "compact", "Compaction: retiring a worker", &d);
                 pool_retire_worker(c->pool, w, "compaction");
+                break;
+        case DECISION_WAIT_MOVES:
+                drain(c, &d);
                 break;
         case DECISION_NONE:
                 clear_hold(c, &c->compaction_hold, "compaction");

@@ -39,12 +39,23 @@ typedef struct CapacitySources {
         void *userdata;
 } CapacitySources;
 
+/* What the shell cannot do through the pool: a worker that still has users is drained by live moves, a
+ * service above it. */
+typedef struct CapacityActions {
+        /* Drain worker by moving its users off, then retire it (d: compaction's decision, for the
+         * journal). 0 when the drain began; -EAGAIN when it may not begin yet, the reason in why (a
+         * back-off after a failed drain); -errno. NULL: such a worker waits (wait-moves). */
+        int (*drain)(unsigned worker, const Decision *d, char *why, size_t why_size, void *userdata);
+        void *userdata;
+} CapacityActions;
+
 typedef struct Capacity {
         Pool *pool;
         const Config *config;
         EvaluatorParams evaluator;
         PolicyParams policy;
         CapacitySources sources;
+        CapacityActions actions;
 
         PolicyWorker *policy_buf; /* scratch for PolicyInput, sized to the pool */
         size_t policy_buf_size;
@@ -67,6 +78,7 @@ typedef struct Capacity {
 
 void capacity_init(Capacity *c, Pool *pool, const Config *config, const CapacitySources *sources);
 void capacity_done(Capacity *c);
+void capacity_set_actions(Capacity *c, const CapacityActions *actions);
 
 /* Derives the evaluator's and the policies' parameters from the configuration. */
 void capacity_setup_parameters(Capacity *c);

@@ -108,6 +108,7 @@ typedef enum ValueType {
         VALUE_LISTEN,
         VALUE_ADMIN_LISTEN,
         VALUE_PREFIXES,
+        VALUE_BOOL,
 } ValueType;
 
 typedef enum Rule {
@@ -150,6 +151,7 @@ static const KeyInfo key_table[_CONFIG_KEY_MAX] = {
         KEY(WINDOW_ROWS, "policy", window_rows, VALUE_UINT32, RULE_ROWS),
         KEY(SMOOTHING_ROWS, "policy", smoothing_rows, VALUE_UINT32, RULE_ROWS),
         KEY(STALE_AFTER, "policy", stale_after, VALUE_UINT32, RULE_POSITIVE),
+        KEY(RELIEF_MOVES, "policy", relief_moves, VALUE_BOOL, RULE_NONE),
         KEY(LISTEN, "frontend", listen, VALUE_LISTEN, RULE_NONE),
         KEY(ADMIN_LISTEN, "frontend", admin_listen, VALUE_ADMIN_LISTEN, RULE_NONE),
         KEY(HEADER_TIMEOUT, "frontend", header_timeout, VALUE_DURATION, RULE_POSITIVE),
@@ -166,6 +168,7 @@ static const KeyInfo key_table[_CONFIG_KEY_MAX] = {
         KEY(TRUSTED_PROXIES, "frontend", trusted_proxies, VALUE_PREFIXES, RULE_NONE),
         KEY(COOKIE_MAX_AGE, "frontend", cookie_max_age, VALUE_DURATION, RULE_POSITIVE),
         KEY(MAX_REVOKED_USERS, "frontend", max_revoked_users, VALUE_UINT32, RULE_POSITIVE),
+        KEY(USER_EXPIRY, "frontend", user_expiry, VALUE_DURATION, RULE_NONE),
 };
 
 static const char *const section_table[] = {"worker", "pool", "policy", "frontend"};
@@ -215,6 +218,9 @@ static const char *format_value(const Config *c, ConfigKey k, char *buf, size_t 
                 break;
         case VALUE_DOUBLE:
                 snprintf(buf, size, "%g", *(const double *) p);
+                break;
+        case VALUE_BOOL:
+                snprintf(buf, size, "%s", *(const bool *) p ? "yes" : "no");
                 break;
         default:
                 snprintf(buf, size, "?");
@@ -641,6 +647,7 @@ int config_init_defaults(Config *c) {
                 .window_rows = 60,
                 .smoothing_rows = 6,
                 .stale_after = 3,
+                .relief_moves = true,
                 .header_timeout = 10 * USEC_PER_SEC,
                 .idle_timeout = 60 * USEC_PER_SEC,
                 .response_timeout = 60 * USEC_PER_SEC,
@@ -1104,6 +1111,13 @@ static int parse_value(Parser *p, ConfigKey k, const char *value) {
         if (isempty(value))
                 return parser_fail(p, ki->section, ki->name,
                                    "no value given (remove the line to get the default)");
+        if (ki->type == VALUE_BOOL) {
+                if (parse_boolean(value, key_field(c, k)) < 0)
+                        return parser_fail(p, ki->section, ki->name,
+                                           "'%s' is not a boolean (yes/no, true/false, on/off, 1/0)",
+                                           shorten(value, buf, sizeof(buf)));
+                return 0;
+        }
         if (ki->type == VALUE_BACKEND) {
                 c->backend = backend_kind_from_string(value);
                 if (c->backend < 0)

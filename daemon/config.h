@@ -46,6 +46,7 @@ typedef enum ConfigKey {
         CONFIG_KEY_WINDOW_ROWS,
         CONFIG_KEY_SMOOTHING_ROWS,
         CONFIG_KEY_STALE_AFTER,
+        CONFIG_KEY_RELIEF_MOVES,
         CONFIG_KEY_LISTEN,
         CONFIG_KEY_ADMIN_LISTEN,
         CONFIG_KEY_HEADER_TIMEOUT,
@@ -62,6 +63,7 @@ typedef enum ConfigKey {
         CONFIG_KEY_TRUSTED_PROXIES,
         CONFIG_KEY_COOKIE_MAX_AGE,
         CONFIG_KEY_MAX_REVOKED_USERS,
+        CONFIG_KEY_USER_EXPIRY,
         _CONFIG_KEY_MAX,
         _CONFIG_KEY_INVALID = -EINVAL,
 } ConfigKey;
@@ -103,6 +105,7 @@ typedef struct Config {
         uint32_t window_rows;       /* 60 */
         uint32_t smoothing_rows;    /* 6 */
         uint32_t stale_after;       /* 3 intervals */
+        bool relief_moves;          /* yes: a worker over admission hands its heaviest users on */
 
         /* [frontend] */
         char *listen[CONFIG_LISTEN_MAX + 1]; /* "IPV4:PORT" / "[IPV6]:PORT"; NULL-terminated; default
@@ -123,11 +126,18 @@ typedef struct Config {
                                               * X-Forwarded-Proto is believed; NULL-terminated, NULL: none */
         usec_t cookie_max_age;               /* 7 d */
         uint32_t max_revoked_users;          /* 100000 logouts kept on record (their cookies revoked) */
+        usec_t user_expiry;                  /* 0 = cookie_max_age: a user without a request for this long
+                                              * leaves the surface (config_user_expiry()) */
 
         /* Line of the last assignment of each key in path; 0 = not set by the file (default, or set in
          * code). Cross-key errors name these lines. */
         unsigned line[_CONFIG_KEY_MAX];
 } Config;
+
+/* How long a user may go without a request before it leaves the surface. */
+static inline usec_t config_user_expiry(const Config *c) {
+        return c->user_expiry > 0 ? c->user_expiry : c->cookie_max_age;
+}
 
 /* Fills c with the built-in defaults (exec = the bundled demo worker). c's previous contents are not
  * freed. 0 or -ENOMEM (c is then zeroed). */

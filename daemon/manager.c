@@ -127,9 +127,21 @@ void manager_write_status(Manager *m) {
                 log_debug_errno(r, "Failed to write %s: %m", m->status_path);
 }
 
+/* Users idle past user_expiry leave the surface; looked for every eighth of it (1 s to 1 min). */
+static void expire_users(Manager *m, usec_t now) {
+        usec_t expiry = config_user_expiry(&m->config);
+
+        if (now < m->next_expiry_scan)
+                return;
+        m->next_expiry_scan = now + CLAMP(expiry / 8, USEC_PER_SEC, 60 * USEC_PER_SEC);
+        if (placement_expire_users(&m->placement, expiry, now) > 0)
+                compaction_step(&m->compaction, now); /* a drain may have been waiting on them */
+}
+
 static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
+        expire_users(m, now_usec(CLOCK_MONOTONIC));
         manager_write_status(m);
         (void) sd_event_source_set_time(s, usec + STATUS_INTERVAL);
         return 0;
@@ -200,6 +212,7 @@ Manager *manager_free(Manager *m) {
         /* the front end first: its connections end, and with them every exchange held or open */
         m->frontend = frontend_free(m->frontend);
         m->frontend_hooks = NULL;
+        compaction_done(&m->compaction);
         moves_done(&m->moves);
         surface_done(&m->surface);
         capacity_done(&m->capacity);
@@ -288,6 +301,7 @@ static void on_worker_gone(Worker *w, void *userdata) {
         Manager *m = userdata;
         unsigned n;
 
+        compaction_worker_gone(&m->compaction, w->id, now_usec(CLOCK_MONOTONIC));
         move_worker_gone(&m->moves, w->id, now_usec(CLOCK_MONOTONIC));
         n = surface_worker_gone(&m->surface, w->id);
         if (n > 0)
@@ -301,6 +315,7 @@ static void on_report(Worker *w, Row *row, void *userdata) {
         Manager *m = userdata;
 
         capacity_take_row(&m->capacity, w, row);
+        compaction_step(&m->compaction, row->received);
 }
 
 static void on_move_frame(Worker *w, const Frame *f, void *userdata) {
@@ -313,6 +328,7 @@ static void on_pool_changed(Pool *p, void *userdata) {
         Manager *m = userdata;
 
         capacity_check(&m->capacity);
+        compaction_step(&m->compaction, now_usec(CLOCK_MONOTONIC));
         manager_write_status(m);
 }
 
@@ -386,6 +402,18 @@ static void release_held(const char *user, void *userdata) {
                 m->frontend_hooks->release_held(m->frontend, user);
 }
 
+static void move_ended(const MoveEnd *e, void *userdata) {
+        Manager *m = userdata;
+
+        compaction_move_ended(&m->compaction, e, now_usec(CLOCK_MONOTONIC));
+}
+
+static int drain(unsigned worker, const Decision *d, char *why, size_t why_size, void *userdata) {
+        Manager *m = userdata;
+
+        return compaction_drain(&m->compaction, worker, d, why, why_size);
+}
+
 void manager_wire(Manager *m) {
         const CapacitySources sources = {
                 .worker_users = worker_users,
@@ -397,10 +425,13 @@ void manager_wire(Manager *m) {
                 .send = move_send,
                 .held_requests = held_requests,
                 .release_held = release_held,
+                .ended = move_ended,
                 .userdata = m,
         };
+        const CapacityActions actions = { .drain = drain, .userdata = m };
 
         capacity_init(&m->capacity, &m->pool, &m->config, &sources);
+        capacity_set_actions(&m->capacity, &actions);
         surface_init(&m->surface);
         /* within half the hold timeout, so a held request is released (to A or B) before it would 503 */
         moves_init(&m->moves, m->event, &m->surface, m->config.hold_timeout / 2, &move_hooks);
@@ -410,7 +441,10 @@ void manager_wire(Manager *m) {
                 .surface = &m->surface,
                 .moves = &m->moves,
         };
-        m->status = (StatusView) { .group = m->group, .pool = &m->pool, .capacity = &m->capacity };
+        compaction_init(&m->compaction, &m->pool, &m->capacity, &m->surface, &m->moves);
+        m->status = (StatusView) {
+                .group = m->group, .pool = &m->pool, .capacity = &m->capacity, .compaction = &m->compaction,
+        };
 }
 
 int manager_add_frontend(Manager *m, const char *state_dir) {

@@ -11,6 +11,7 @@
 
 #include "admin.h"
 #include "capacity.h"
+#include "compaction.h"
 #include "config.h"
 #include "frontend.h"
 #include "move.h"
@@ -29,6 +30,7 @@ typedef struct Manager {
         Capacity capacity;    /* the report path and the decisions on it */
         Surface surface;      /* who lives where */
         Moves moves;          /* live moves of users between workers */
+        Compaction compaction; /* drains a worker by moving its users off, then retires it */
         Placement placement;  /* the commander's answers to the front end */
         StatusView status;    /* what status.json, the admin listener (and later D-Bus) read */
 
@@ -37,6 +39,7 @@ typedef struct Manager {
         int exit_code;
         sd_event_source *stop_deadline;
         sd_event_source *status_timer;
+        usec_t next_expiry_scan; /* users idle past user_expiry leave the surface (on the status timer) */
         char *status_path;    /* runtime_dir/status.json */
 
         Frontend *frontend;   /* NULL with --no-frontend */

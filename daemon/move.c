@@ -40,40 +40,93 @@ static void move_free(Move *mv) {
         free(mv);
 }
 
+/* The move's journal line: user, from, to, package bytes, the pause from flag to release, outcome. */
+static void journal_end(const Move *mv, const MoveEnd *e, unsigned held) {
+        _cleanup_free_ char *extra = NULL;
+        char span[32];
+
+        if (asprintf(&extra, "EP_MOVE_ID=%llu\nEP_MOVE_FROM=w%u\nEP_MOVE_TO=w%u\nEP_MOVE_BYTES=%llu\n"
+                             "EP_MOVE_PAUSE_USEC=%llu\nEP_MOVE_OUTCOME=%s",
+                     (unsigned long long) e->id, e->from, e->to, (unsigned long long) e->bytes,
+                     (unsigned long long) e->pause, e->switched ? (e->repointed ? "re-pointed" : "done") : "aborted") < 0)
+                extra = NULL;
+        log_struct(e->switched ? LOG_INFO : LOG_WARNING,
+                   LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "move", .worker = (int) e->from,
+                              .user = e->user, .extra = extra),
+                   "Move %llu of user %s from w%u to w%u %s after %s (%s; %llu package bytes; %u held requests "
+                   "released)",
+                   (unsigned long long) e->id, e->user, e->from, e->to, e->outcome,
+                   format_timespan(span, sizeof span, e->pause), mv->why, (unsigned long long) e->bytes, held);
+}
+
 /* Ends the move; the user stays on A unless switched. Held requests go wherever the user now is. */
-static void finish(Move *mv, bool switched, const char *outcome, usec_t now) {
+static void finish(Move *mv, bool switched, bool target_failed, const char *outcome, usec_t now) {
         Moves *m = mv->moves;
         SurfaceUser *u = mv->user;
         unsigned held = m->hooks.held_requests ? m->hooks.held_requests(u->name, m->hooks.userdata) : 0;
-        char span[32];
+        const MoveEnd e = {
+                .id = mv->id,
+                .user = u->name,
+                .from = mv->from,
+                .to = mv->to,
+                .switched = switched,
+                .repointed = switched && mv->repoint,
+                .target_failed = target_failed,
+                .bytes = mv->bytes,
+                .pause = now - mv->started,
+                .outcome = outcome,
+        };
 
-        log_struct(switched ? LOG_INFO : LOG_WARNING,
-                   LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "move", .worker = (int) mv->from,
-                              .user = u->name),
-                   "Move %llu of user %s from w%u to w%u %s after %s (%s; %u held requests released)",
-                   (unsigned long long) mv->id, u->name, mv->from, mv->to, outcome,
-                   format_timespan(span, sizeof span, now - mv->started), mv->why,
-                   held);
+        journal_end(mv, &e, held);
         u->move = NULL;
         mv->user = NULL;
         move_free(mv);
+        if (m->hooks.ended)
+                m->hooks.ended(&e, m->hooks.userdata);
         /* u itself may be forgotten by what this releases (a request that finds its worker gone): the
          * front end looks the name up once, before it dispatches anything */
         if (m->hooks.release_held)
                 m->hooks.release_held(u->name, m->hooks.userdata);
 }
 
-static void abort_move(Move *mv, const char *why, usec_t now) {
+static int send_frame(Moves *m, unsigned worker, const Frame *f) {
+        return m->hooks.send ? m->hooks.send(worker, f, m->hooks.userdata) : -ENOTCONN;
+}
+
+void moves_send_drop(Moves *m, unsigned worker, const char *user) {
+        ElasticPool__Drop drop = ELASTIC_POOL__DROP__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+
+        drop.user = (char *) user;
+        f.body_case = ELASTIC_POOL__FRAME__BODY_DROP;
+        f.drop = &drop;
+        (void) send_frame(m, worker, &f);
+}
+
+static void abort_move(Move *mv, bool target_failed, const char *why, usec_t now) {
         char outcome[512];
 
+        /* B may still install what it got after we gave up: it must not keep a second copy */
+        if (mv->state == MOVE_INSTALL)
+                moves_send_drop(mv->moves, mv->to, mv->user->name);
         /* the reason may quote a worker's error text: truncating it is fine, it is a log line */
         (void) !snprintf(outcome, sizeof outcome, "aborted in %s: %.300s; the user stays on w%u",
                          move_state_to_string(mv->state), why, mv->from);
-        finish(mv, false, outcome, now);
+        finish(mv, false, target_failed, outcome, now);
 }
 
-static int send_frame(Moves *m, unsigned worker, const Frame *f) {
-        return m->hooks.send ? m->hooks.send(worker, f, m->hooks.userdata) : -ENOTCONN;
+/* Switches the user to B: from now on its requests go there. */
+static int switch_user(Move *mv, usec_t now) {
+        return surface_user_place(mv->moves->surface, mv->user->name, mv->to, now, NULL);
+}
+
+/* Quiesced, a re-point is done: there is no state to carry. */
+static void repoint(Move *mv, usec_t now) {
+        if (switch_user(mv, now) < 0) {
+                abort_move(mv, false, "out of memory", now);
+                return;
+        }
+        finish(mv, true, false, "re-pointed", now);
 }
 
 static void snapshot(Move *mv, usec_t now) {
@@ -89,7 +142,14 @@ static void snapshot(Move *mv, usec_t now) {
         f.snapshot_request = &req;
         r = send_frame(mv->moves, mv->from, &f);
         if (r < 0)
-                abort_move(mv, "cannot reach the source worker's channel", now);
+                abort_move(mv, false, "cannot reach the source worker's channel", now);
+}
+
+static void quiesced(Move *mv, usec_t now) {
+        if (mv->repoint)
+                repoint(mv, now);
+        else
+                snapshot(mv, now);
 }
 
 static void timed_out(Move *mv, usec_t now) {
@@ -97,7 +157,8 @@ static void timed_out(Move *mv, usec_t now) {
 
         snprintf(why, sizeof why, "no answer from w%u within the move timeout",
                  mv->state == MOVE_INSTALL ? mv->to : mv->from);
-        abort_move(mv, mv->state == MOVE_QUIESCE ? "the user's open requests did not finish in time" : why, now);
+        abort_move(mv, mv->state == MOVE_INSTALL,
+                   mv->state == MOVE_QUIESCE ? "the user's open requests did not finish in time" : why, now);
 }
 
 void moves_expire(Moves *m, usec_t now) {
@@ -117,20 +178,31 @@ static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int move_start(Moves *m, SurfaceUser *u, unsigned to, const char *why, usec_t now) {
+/* Live when A can snapshot and B install; a re-point (when allowed) when A keeps no state to carry. */
+static int move_kind(Moves *m, const SurfaceUser *u, unsigned to, bool repoint_ok, bool *ret_repoint) {
         unsigned caps_a = 0, caps_b = 0;
         bool routable_a, routable_b = false;
-        Move *mv;
-        int r;
 
         if (u->move)
                 return -EBUSY;
-        if (!m->hooks.worker || !m->hooks.worker(u->worker, &routable_a, &caps_a, m->hooks.userdata) ||
+        if (to == u->worker || !m->hooks.worker ||
+            !m->hooks.worker(u->worker, &routable_a, &caps_a, m->hooks.userdata) ||
             !m->hooks.worker(to, &routable_b, &caps_b, m->hooks.userdata) || !routable_b)
                 return -ENOENT;
-        if (!can(caps_a, ELASTIC_POOL__CAPABILITY__CAPABILITY_SNAPSHOT_USERS) ||
-            !can(caps_b, ELASTIC_POOL__CAPABILITY__CAPABILITY_INSTALL_USERS))
-                return -EOPNOTSUPP;
+        *ret_repoint = !can(caps_a, ELASTIC_POOL__CAPABILITY__CAPABILITY_SNAPSHOT_USERS);
+        if (*ret_repoint)
+                return repoint_ok ? 0 : -EOPNOTSUPP;
+        return can(caps_b, ELASTIC_POOL__CAPABILITY__CAPABILITY_INSTALL_USERS) ? 0 : -EOPNOTSUPP;
+}
+
+static int start(Moves *m, SurfaceUser *u, unsigned to, const char *why, bool repoint_ok, usec_t now) {
+        bool repoint = false;
+        Move *mv;
+        int r;
+
+        r = move_kind(m, u, to, repoint_ok, &repoint);
+        if (r < 0)
+                return r;
         mv = calloc(1, sizeof *mv);
         if (!mv)
                 return -ENOMEM;
@@ -141,6 +213,7 @@ int move_start(Moves *m, SurfaceUser *u, unsigned to, const char *why, usec_t no
                 .from = u->worker,
                 .to = to,
                 .state = MOVE_QUIESCE,
+                .repoint = repoint,
                 .started = now,
                 .why = strdup(why),
                 .next = m->list,
@@ -159,16 +232,24 @@ int move_start(Moves *m, SurfaceUser *u, unsigned to, const char *why, usec_t no
         }
         log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "move", .worker = (int) mv->from,
                                         .user = u->name),
-                   "Moving user %s from w%u to w%u (move %llu: %s)", u->name, mv->from, mv->to,
-                   (unsigned long long) mv->id, why);
+                   "%s user %s from w%u to w%u (move %llu: %s)", repoint ? "Re-pointing" : "Moving", u->name,
+                   mv->from, mv->to, (unsigned long long) mv->id, why);
         if (u->open == 0)
-                snapshot(mv, now);
+                quiesced(mv, now);
         return 0;
+}
+
+int move_start(Moves *m, SurfaceUser *u, unsigned to, const char *why, usec_t now) {
+        return start(m, u, to, why, false, now);
+}
+
+int move_start_or_repoint(Moves *m, SurfaceUser *u, unsigned to, const char *why, usec_t now) {
+        return start(m, u, to, why, true, now);
 }
 
 void move_user_quiesced(Moves *m, SurfaceUser *u, usec_t now) {
         if (u->move && u->move->state == MOVE_QUIESCE)
-                snapshot(u->move, now);
+                quiesced(u->move, now);
 }
 
 static Move *find(Moves *m, uint64_t id) {
@@ -191,10 +272,11 @@ static void on_package(Moves *m, unsigned worker, const ElasticPool__Package *p,
         }
         if (p->error || !p->has_blob) {
                 snprintf(why, sizeof why, "w%u could not snapshot the user: %s", worker, strna(p->error));
-                abort_move(mv, why, now);
+                abort_move(mv, false, why, now);
                 return;
         }
         mv->state = MOVE_INSTALL;
+        mv->bytes = p->blob.len;
         install.has_move_id = true;
         install.move_id = mv->id;
         install.user = mv->user->name;
@@ -203,7 +285,7 @@ static void on_package(Moves *m, unsigned worker, const ElasticPool__Package *p,
         f.body_case = ELASTIC_POOL__FRAME__BODY_INSTALL;
         f.install = &install;
         if (send_frame(m, mv->to, &f) < 0)
-                abort_move(mv, "cannot reach the target worker's channel", now);
+                abort_move(mv, true, "cannot reach the target worker's channel", now);
 }
 
 static void on_install_result(Moves *m, unsigned worker, const ElasticPool__InstallResult *res, usec_t now) {
@@ -220,15 +302,15 @@ static void on_install_result(Moves *m, unsigned worker, const ElasticPool__Inst
                 return;
         if (!res->has_ok || !res->ok) {
                 snprintf(why, sizeof why, "w%u refused the install: %s", worker, strna(res->error));
-                abort_move(mv, why, now);
+                abort_move(mv, true, why, now);
                 return;
         }
         u = mv->user;
         from = mv->from;
         id = mv->id;
-        r = surface_user_place(m->surface, u->name, mv->to, now, NULL);
+        r = switch_user(mv, now);
         if (r < 0) {
-                abort_move(mv, "out of memory", now);
+                abort_move(mv, false, "out of memory", now);
                 return;
         }
         /* A keeps no copy: the user lives on B from now on. Before finish(): the held requests it
@@ -239,7 +321,7 @@ static void on_install_result(Moves *m, unsigned worker, const ElasticPool__Inst
         f.body_case = ELASTIC_POOL__FRAME__BODY_DROP;
         f.drop = &drop;
         (void) send_frame(m, from, &f);
-        finish(mv, true, "done", now);
+        finish(mv, true, false, "done", now);
 }
 
 void move_on_frame(Moves *m, unsigned worker, const Frame *f, usec_t now) {
@@ -253,15 +335,15 @@ void move_worker_gone(Moves *m, unsigned worker, usec_t now) {
         for (Move *mv = m->list, *next; mv; mv = next) {
                 next = mv->next;
                 if (mv->to == worker)
-                        abort_move(mv, "the target worker is gone", now);
+                        abort_move(mv, true, "the target worker is gone", now);
                 else if (mv->from == worker)
-                        abort_move(mv, "the source worker is gone (the user's state with it)", now);
+                        abort_move(mv, false, "the source worker is gone (the user's state with it)", now);
         }
 }
 
 void move_cancel(Moves *m, SurfaceUser *u, const char *why, usec_t now) {
         if (u->move)
-                abort_move(u->move, why, now);
+                abort_move(u->move, false, why, now);
 }
 
 void moves_init(Moves *m, sd_event *event, Surface *surface, usec_t timeout, const MoveHooks *hooks) {

@@ -40,10 +40,25 @@ struct Move {
         SurfaceUser *user;
         unsigned from, to;
         MoveState state;
-        usec_t started;
+        bool repoint;   /* A keeps no state to carry: switch once quiesced, no snapshot, no install */
+        usec_t started; /* the user's flag went up: its pause starts */
+        uint64_t bytes; /* the package's size, once A sent it */
         sd_event_source *timer;
         char *why;
 };
+
+/* How a move ended, as its journal line says it. */
+typedef struct MoveEnd {
+        uint64_t id;
+        const char *user;    /* valid during the call only */
+        unsigned from, to;
+        bool switched;       /* the user lives on `to` now */
+        bool repointed;      /* switched without its state (A cannot snapshot users) */
+        bool target_failed;  /* aborted for the target's sake (silent, refused, unreachable, gone) */
+        uint64_t bytes;      /* package size; 0 for a re-point or before A answered */
+        usec_t pause;        /* the user's requests were held from the flag to this end */
+        const char *outcome; /* "done", "re-pointed" or the abort's reason */
+} MoveEnd;
 
 typedef struct MoveHooks {
         /* What a move needs to know of wN: false when there is no such worker; else whether it takes
@@ -55,6 +70,8 @@ typedef struct MoveHooks {
         unsigned (*held_requests)(const char *user, void *userdata);
         /* The move of user ended, either way: its held requests go wherever it lives now. */
         void (*release_held)(const char *user, void *userdata);
+        /* A move ended (before its held requests are released): who started it may start the next. */
+        void (*ended)(const MoveEnd *e, void *userdata);
         void *userdata;
 } MoveHooks;
 
@@ -77,6 +94,12 @@ void moves_done(Moves *m);
  * does not take users, -EOPNOTSUPP when A cannot snapshot or B cannot install users (the caller keeps u
  * where it is), -errno. */
 int move_start(Moves *m, SurfaceUser *u, unsigned to, const char *why, usec_t now);
+/* As move_start(), but a user whose worker cannot snapshot users (a stateless app: nothing to carry) is
+ * re-pointed instead: flagged, quiesced and switched to `to`. -EOPNOTSUPP only when A can snapshot and B
+ * cannot install (A's state would be lost). */
+int move_start_or_repoint(Moves *m, SurfaceUser *u, unsigned to, const char *why, usec_t now);
+/* Tells wN to forget user (it left the surface: logged out elsewhere, expired). Best effort. */
+void moves_send_drop(Moves *m, unsigned worker, const char *user);
 /* u's open requests reached zero: a move waiting to quiesce goes on. */
 void move_user_quiesced(Moves *m, SurfaceUser *u, usec_t now);
 /* A Package or InstallResult frame from wN's channel. */

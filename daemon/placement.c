@@ -94,7 +94,7 @@ static void route_user(void *userdata, const char *user, const char *unknown_why
 static uint64_t request_started(void *userdata, const char *user) {
         Placement *pl = userdata;
 
-        return surface_request_started(pl->surface, user);
+        return surface_request_started(pl->surface, user, now_usec(CLOCK_MONOTONIC));
 }
 
 static void request_ended(void *userdata, const char *user, uint64_t ticket, usec_t busy) {
@@ -185,6 +185,25 @@ static void logout(void *userdata, const char *name) {
                                         .user = u->name),
                    "User %s logged out of w%u after %llu requests", u->name, worker, (unsigned long long) u->requests);
         surface_user_forget(pl->surface, u);
+}
+
+unsigned placement_expire_users(Placement *pl, usec_t expiry, usec_t now) {
+        SurfaceUser *u;
+        unsigned n = 0;
+        char span[32];
+
+        for (size_t i = 0; (u = surface_next_user(pl->surface, &i));) {
+                if (u->open > 0 || u->move || now < u->last_seen || now - u->last_seen < expiry)
+                        continue;
+                log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_PLACE, .event = "expire",
+                                                .worker = (int) u->worker, .user = u->name),
+                           "User %s expired on w%u: no request for %s (user_expiry)", u->name, u->worker,
+                           format_timespan(span, sizeof span, now - u->last_seen));
+                moves_send_drop(pl->moves, u->worker, u->name);
+                surface_user_forget(pl->surface, u);
+                n++;
+        }
+        return n;
 }
 
 const CommanderOps placement_ops = {

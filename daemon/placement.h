@@ -20,5 +20,9 @@ typedef struct Placement {
         Moves *moves;
 } Placement;
 
+/* Forgets every user whose last request began `expiry` or longer before now and has none open, so it
+ * no longer pins its worker; its worker is told to drop it. Returns how many (journaled once). */
+unsigned placement_expire_users(Placement *pl, usec_t expiry, usec_t now);
+
 /* The operations, with a Placement as their userdata. */
 extern const CommanderOps placement_ops;

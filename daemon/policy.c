@@ -340,6 +340,44 @@ void policy_compaction(const PolicyInput *in, const PolicyParams *p, Decision *r
                        s.least->id, s.least->occupancy, sums);
 }
 
+/* The drain was decided on H > margin * admission_threshold with `draining` still counted; with it
+ * counted out (retiring), what compaction promised is H > (margin - 1) * admission_threshold once its
+ * users landed: the survivors keep that much room. Load that rises during the drain breaks the promise,
+ * and so does the pool growing: both stop the drain rather than fight the growth. */
+void policy_drain_check(const PolicyInput *in, const PolicyParams *p, unsigned draining, Decision *ret) {
+        const PolicyWorker *target = NULL;
+        const Ledger *l = &ret->ledger;
+        double promise;
+        Survey s;
+
+        survey(in, p, &s);
+        decision_start(ret, &s, p);
+        for (size_t i = 0; i < in->n_workers && !target; i++)
+                if (in->workers[i].id == draining)
+                        target = &in->workers[i];
+
+        promise = (p->compaction_margin - 1.0) * p->admission_threshold;
+        if (!target || !target->routable || target->reception)
+                decide(ret, DECISION_NONE, NULL, "w%u cannot be drained any more (gone, or the reception)",
+                       draining);
+        else if (s.in_flight > 0)
+                decide(ret, DECISION_NONE, s.first_in_flight, "the pool grows: w%u spawn in flight",
+                       s.first_in_flight->id);
+        else if (s.takers < p->min_workers || s.takers == 0)
+                decide(ret, DECISION_NONE, NULL, "n=%u survivors would fall under min_workers=%u", l->n,
+                       p->min_workers);
+        else if (s.unmeasured)
+                hold(ret, s.unmeasured, in->now, "a drain needs every reading");
+        else if (l->headroom <= promise)
+                decide(ret, DECISION_NONE, NULL,
+                       "the load rose: without w%u H=%.3f <= %.3f ((margin-1) x admission; C=%.3f O=%.3f n=%u)",
+                       draining, l->headroom, promise, l->capacity, l->occupied, l->n);
+        else
+                decide(ret, DECISION_WAIT_MOVES, target,
+                       "w%u drains: without it H=%.3f > %.3f ((margin-1) x admission; C=%.3f O=%.3f n=%u)",
+                       draining, l->headroom, promise, l->capacity, l->occupied, l->n);
+}
+
 void policy_compaction_hold(const PolicyWorker *w, usec_t now, Decision *ret) {
         hold(ret, w, now, "compaction needs every reading");
 }

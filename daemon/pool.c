@@ -95,11 +95,13 @@ void pool_pick_reception(Pool *p) {
 
         pool_changed(p);
         p->reception = NULL;
-        for (size_t i = 0; i < p->n_workers && !p->reception; i++) {
-                Worker *w = p->workers[i];
-                if (w != old && w->state == WORKER_ROUTABLE)
-                        p->reception = w;
-        }
+        /* a worker whose users are moving off is the last choice: becoming the reception ends its drain */
+        for (int pass = 0; pass < 2 && !p->reception; pass++)
+                for (size_t i = 0; i < p->n_workers && !p->reception; i++) {
+                        Worker *w = p->workers[i];
+                        if (w != old && worker_is_routable(w) && (pass > 0 || !w->evacuating))
+                                p->reception = w;
+                }
         if (p->reception)
                 log_info("%s is now the reception", WORKER_NAME(p->reception));
 }
@@ -695,6 +697,13 @@ void pool_retire_worker(Pool *p, Worker *w, const char *why) {
                 return;
         }
         arm_timer(p, w, p->config->drain_timeout, on_drain_timeout);
+}
+
+void pool_set_evacuating(Pool *p, Worker *w, bool on) {
+        if (w->evacuating == on)
+                return;
+        w->evacuating = on;
+        pool_changed(p);
 }
 
 void pool_worker_drained(Pool *p, Worker *w) {

@@ -96,6 +96,9 @@ void pool_attach_done(Worker *w, int error);
 /* Asks a worker to leave: DRAINING (no new requests, Drain frame), then STOPPING once its in-flight
  * requests end or drain_timeout passes. */
 void pool_retire_worker(Pool *p, Worker *w, const char *why);
+/* w stops (on) or starts again (off) taking new users while it stays routable for the ones it has: a
+ * drain moving them off. */
+void pool_set_evacuating(Pool *p, Worker *w, bool on);
 /* A draining worker's last open request ended: it stops now. */
 void pool_worker_drained(Pool *p, Worker *w);
 

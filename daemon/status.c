@@ -61,8 +61,9 @@ static void write_worker(FILE *f, const StatusView *v, const Worker *w, usec_t n
         Freshness fr = capacity_freshness(v->capacity, w, now, &since);
         WorkerTraffic t;
 
-        fprintf(f, "{\"id\":%u,\"name\":\"w%u\",\"state\":\"%s\",\"reception\":%s,\"pid\":%d,", w->id, w->id,
-                worker_state_to_string(w->state), w == v->pool->reception ? "true" : "false", (int) w->pid);
+        fprintf(f, "{\"id\":%u,\"name\":\"w%u\",\"state\":\"%s\",\"reception\":%s,\"evacuating\":%s,\"pid\":%d,",
+                w->id, w->id, worker_state_to_string(w->state), w == v->pool->reception ? "true" : "false",
+                w->evacuating ? "true" : "false", (int) w->pid);
         fprintf(f, "\"occupancy\":%.4f,\"bottleneck\":", o->value);
         if (o->bottleneck >= 0)
                 fprintf(f, "\"%s\"", component_to_string(o->bottleneck));
@@ -114,6 +115,32 @@ bool status_worker_traffic(const StatusView *v, unsigned worker, WorkerTraffic *
         return v->frontend && v->frontend->worker_traffic(v->frontend_data, worker, ret);
 }
 
+/* The drain under way (null when none), how the last one ended, the back-off before the next. */
+static void write_compaction(FILE *f, const Compaction *c, usec_t now) {
+        const Drain *d = &c->drain;
+
+        fputs("\"drain\":", f);
+        if (d->worker == 0)
+                fputs("null", f);
+        else {
+                fprintf(f, "{\"worker\":\"w%u\",\"for_ms\":%llu,\"operator\":%s,\"users_at_start\":%u,"
+                           "\"moved\":%u,\"repointed\":%u,\"deferred\":%u,\"users_left\":%u,\"why\":",
+                        d->worker, (unsigned long long) ((now - d->started) / USEC_PER_MSEC), d->asked ? "true" : "false",
+                        d->users_at_start, d->moved, d->repointed, d->deferred,
+                        surface_worker_users(c->surface, d->worker));
+                json_string(f, d->why);
+                fputc('}', f);
+        }
+        fputs(",\"last_drain\":", f);
+        if (c->last[0])
+                json_string(f, c->last);
+        else
+                fputs("null", f);
+        fprintf(f, ",\"drain_backoff_ms\":%llu,\"drains_done\":%llu,\"drains_stopped\":%llu,",
+                (unsigned long long) (c->backoff_until > now ? (c->backoff_until - now) / USEC_PER_MSEC : 0),
+                (unsigned long long) c->drains_done, (unsigned long long) c->drains_stopped);
+}
+
 int status_write(const StatusView *v, FILE *f) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         PolicyInput in;
@@ -132,6 +159,8 @@ int status_write(const StatusView *v, FILE *f) {
         }
         fprintf(f, "],\"ledger\":{\"n\":%u,\"capacity\":%.4f,\"occupied\":%.4f,\"headroom\":%.4f,\"threshold\":%.4f},",
                 l.n, l.capacity, l.occupied, l.headroom, l.threshold);
+        if (v->compaction)
+                write_compaction(f, v->compaction, now);
         fputs("\"holds\":{", f);
         write_hold(f, "scale_up", &v->capacity->scale_up_hold, now);
         fputc(',', f);

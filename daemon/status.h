@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "capacity.h"
+#include "compaction.h"
 #include "frontend-port.h"
 #include "pool.h"
 
@@ -17,6 +18,7 @@ typedef struct StatusView {
         const char *group;
         Pool *pool;
         Capacity *capacity;
+        const Compaction *compaction;  /* NULL: no drains to show */
         const FrontendHooks *frontend; /* NULL without a front end */
         void *frontend_data;
 } StatusView;

@@ -75,6 +75,7 @@ int surface_user_place(Surface *s, const char *name, unsigned worker, usec_t now
         }
         u->worker = worker;
         u->placed_at = now;
+        u->last_seen = MAX(u->last_seen, now);
         s->worker_users[worker]++;
         if (ret)
                 *ret = u;
@@ -112,12 +113,20 @@ unsigned surface_worker_users(const Surface *s, unsigned worker) {
         return worker < s->worker_slots ? s->worker_users[worker] : 0;
 }
 
-uint64_t surface_request_started(Surface *s, const char *name) {
+SurfaceUser *surface_next_user(const Surface *s, size_t *cursor) {
+        const char *k;
+        void *v;
+
+        return strmap_next(&s->users, cursor, &k, &v) ? v : NULL;
+}
+
+uint64_t surface_request_started(Surface *s, const char *name, usec_t now) {
         SurfaceUser *u = name ? surface_user_get(s, name) : NULL;
 
         if (!u)
                 return 0;
         u->open++;
+        u->last_seen = now;
         return u->incarnation;
 }
 

@@ -23,6 +23,8 @@ typedef struct SurfaceUser {
         char *name;
         unsigned worker;      /* wN the user lives on */
         usec_t placed_at;
+        usec_t last_seen;     /* its last request began (or it was placed): what expiry measures from */
+        usec_t move_not_before; /* a move of it failed: a drain leaves it be until then */
         uint64_t incarnation; /* > 0, unique among every user this surface ever had */
         uint64_t requests;    /* consumption since it logged in */
         usec_t busy_usec;
@@ -49,10 +51,13 @@ void surface_user_forget(Surface *s, SurfaceUser *u);
 /* The worker died: every user on it is forgotten; returns how many (callers log it). */
 unsigned surface_worker_gone(Surface *s, unsigned worker);
 unsigned surface_worker_users(const Surface *s, unsigned worker);
+/* Every user, in no order: for (size_t i = 0; (u = surface_next_user(s, &i)); ). The current user may be
+ * forgotten while iterating; nobody may be placed anew. */
+SurfaceUser *surface_next_user(const Surface *s, size_t *cursor);
 
 /* A request of name began: counted as open for the user; returns its ticket (0 for a name the surface
  * does not know: counted for nobody). */
-uint64_t surface_request_started(Surface *s, const char *name);
+uint64_t surface_request_started(Surface *s, const char *name, usec_t now);
 /* The request with ticket ended after busy: when it was the user's, its open count drops and the
  * consumption is added. Returns the user the name has now, if any (counted or not). */
 SurfaceUser *surface_request_ended(Surface *s, const char *name, uint64_t ticket, usec_t busy);

@@ -82,6 +82,10 @@ bool worker_is_routable(const Worker *w) {
         return w->state == WORKER_ROUTABLE;
 }
 
+bool worker_takes_users(const Worker *w) {
+        return w->state == WORKER_ROUTABLE && !w->evacuating;
+}
+
 bool worker_in_policy(const Worker *w) {
         return w->state == WORKER_STARTING || w->state == WORKER_PROBING || w->state == WORKER_ROUTABLE ||
                w->state == WORKER_DRAINING;

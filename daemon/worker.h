@@ -37,6 +37,7 @@ typedef struct Worker {
         Pool *pool;
         unsigned id;        /* wN, never reused within a commander's life */
         WorkerState state;
+        bool evacuating;    /* routable, its users being moved off (a drain): serves them, takes no new */
 
         /* the process */
         pid_t pid;          /* for logs only: the identity is the pidfd */
@@ -88,8 +89,10 @@ const char *worker_name(const Worker *w, char *buf, size_t size);
 #define WORKER_NAME(w) worker_name((w), (char[16]) {}, 16)
 
 bool worker_is_alive(const Worker *w);
-/* Takes new users (routable, not retiring). */
+/* Serves requests: routable (an evacuating worker still serves the users it has). */
 bool worker_is_routable(const Worker *w);
+/* Takes new users: routable, not retiring and not evacuating. */
+bool worker_takes_users(const Worker *w);
 /* In the policies' world: alive and not yet stopping (starting, probing, routable, draining). */
 bool worker_in_policy(const Worker *w);
 /* Sends sig through the pidfd; 0, -ESRCH once gone, -errno. */

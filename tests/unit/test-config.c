@@ -108,6 +108,8 @@ static void assert_config_equal(const Config *a, const Config *b) {
         assert_true((a->trusted_proxies == NULL) == (b->trusted_proxies == NULL));
         assert_int_equal(a->cookie_max_age, b->cookie_max_age);
         assert_int_equal(a->max_revoked_users, b->max_revoked_users);
+        assert_int_equal(a->relief_moves, b->relief_moves);
+        assert_int_equal(a->user_expiry, b->user_expiry);
 }
 
 static void test_config_init_defaults_values(void **state) {
@@ -164,7 +166,7 @@ static void test_config_init_defaults_values(void **state) {
 }
 
 /* How a row's member is read: a number, or the n-th string of a list. */
-typedef enum Kind { U32, U64, DBL, BACKEND, STR, STRV1, ARRAY1 } Kind;
+typedef enum Kind { U32, U64, DBL, BOOL, BACKEND, STR, STRV1, ARRAY1 } Kind;
 
 typedef struct KeyCase {
         ConfigKey key;
@@ -188,6 +190,9 @@ static void assert_key_case(const Config *c, const KeyCase *t) {
                 break;
         case U64:
                 assert_int_equal(*(const uint64_t *) p, t->u);
+                break;
+        case BOOL:
+                assert_int_equal(*(const bool *) p, t->u);
                 break;
         case DBL:
                 assert_true(*(const double *) p == t->d);
@@ -227,6 +232,7 @@ static void test_config_load_every_key(void **state) {
                 ROW(WINDOW_ROWS, "policy", window_rows, "120", U32, 120),
                 ROW(SMOOTHING_ROWS, "policy", smoothing_rows, "10", U32, 10),
                 ROW(STALE_AFTER, "policy", stale_after, "4", U32, 4),
+                ROW(RELIEF_MOVES, "policy", relief_moves, "no", BOOL, false),
                 ROW(LISTEN, "frontend", listen, "0.0.0.0:80 [::]:8443", ARRAY1, .s = "[::]:8443"),
                 ROW(ADMIN_LISTEN, "frontend", admin_listen, "/run/ep/admin.sock", STR,
                     .s = "/run/ep/admin.sock"),
@@ -244,6 +250,7 @@ static void test_config_load_every_key(void **state) {
                 ROW(TRUSTED_PROXIES, "frontend", trusted_proxies, "10.0.0.0/8 ::1", STRV1, .s = "::1"),
                 ROW(COOKIE_MAX_AGE, "frontend", cookie_max_age, "1d", U64, 86400 * USEC_PER_SEC),
                 ROW(MAX_REVOKED_USERS, "frontend", max_revoked_users, "5000", U32, 5000),
+                ROW(USER_EXPIRY, "frontend", user_expiry, "2h", U64, 7200 * USEC_PER_SEC),
         };
         _cleanup_free_ char *text = NULL, *error = NULL, *path = NULL;
         bool seen[_CONFIG_KEY_MAX] = {};
@@ -528,6 +535,11 @@ static void test_config_load_error_kinds(void **state) {
                 {"[pool]\n  min_workers 2\n", "2: [pool]: expected 'key = value', got 'min_workers 2'"},
                 {"[pool]\nmin_workers: 2\n", "2: [pool]: expected 'key = value', got 'min_workers: 2'"},
                 {"[pool]\n= 2\n", "2: [pool]: expected 'key = value', got '= 2'"},
+                /* booleans */
+                {"[policy]\nrelief_moves = sometimes\n",
+                 "2: [policy] relief_moves: 'sometimes' is not a boolean (yes/no, true/false, on/off, 1/0)"},
+                {"[policy]\nrelief_moves =\n",
+                 "2: [policy] relief_moves: no value given (remove the line to get the default)"},
                 /* numbers */
                 {"[pool]\nmin_workers = two\n", "2: [pool] min_workers: 'two' is not a positive integer"},
                 {"[pool]\nmin_workers = -1\n", "2: [pool] min_workers: '-1' is negative"},

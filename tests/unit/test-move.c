@@ -59,6 +59,10 @@ static unsigned n_sent;
 static Release releases[4];
 static unsigned n_releases, held;
 static usec_t now;
+/* The last MoveEnd the hook saw (its user copied), and how many. */
+static MoveEnd ended;
+static char ended_user[32];
+static unsigned n_ended;
 
 static bool fake_worker(unsigned id, bool *ret_routable, unsigned *ret_capabilities, void *userdata) {
         if (id >= WORKERS_MAX || !workers[id].exists)
@@ -115,17 +119,31 @@ static void fake_release_held(const char *user, void *userdata) {
         held = 0;
 }
 
+static void fake_ended(const MoveEnd *e, void *userdata) {
+        SurfaceUser *u = surface_user_get(&surface, e->user);
+
+        /* told before the held requests are released, with the user already let go of */
+        assert_true(!u || !u->move);
+        ended = *e;
+        copy_str(ended_user, sizeof ended_user, e->user);
+        ended.user = ended_user;
+        ended.outcome = NULL;
+        n_ended++;
+}
+
 static const MoveHooks hooks = {
         .worker = fake_worker,
         .send = fake_send,
         .held_requests = fake_held_requests,
         .release_held = fake_release_held,
+        .ended = fake_ended,
 };
 
 static int setup(void **state) {
         now = T0;
         memset(workers, 0, sizeof workers);
-        n_sent = n_releases = held = 0;
+        n_sent = n_releases = held = n_ended = 0;
+        ended = (MoveEnd) {};
         /* w1 can give users away, w2 and w3 can take them */
         workers[1] = (FakeWorker) { true, true, true, SNAPSHOT | INSTALL };
         workers[2] = (FakeWorker) { true, true, true, SNAPSHOT | INSTALL };
@@ -182,7 +200,8 @@ static void assert_sent(unsigned i, unsigned worker, ElasticPool__Frame__BodyCas
 }
 
 /* The move ended without switching: the user stays on `on`, unflagged, and its held requests were
- * released once, there. */
+ * released once, there. `on` was never told to drop it (a target that got an Install may be: it must
+ * not keep a copy it might install late). */
 static void assert_aborted(SurfaceUser *u, unsigned on, unsigned held_before) {
         assert_null(u->move);
         assert_null(moves.list);
@@ -192,7 +211,20 @@ static void assert_aborted(SurfaceUser *u, unsigned on, unsigned held_before) {
         assert_int_equal(releases[0].lives_on, on);
         assert_int_equal(releases[0].held, held_before);
         for (unsigned i = 0; i < n_sent; i++)
-                assert_int_not_equal(sent[i].body, ELASTIC_POOL__FRAME__BODY_DROP);
+                assert_false(sent[i].body == ELASTIC_POOL__FRAME__BODY_DROP && sent[i].worker == on);
+        assert_int_equal(n_ended, 1);
+        assert_false(ended.switched);
+        assert_string_equal(ended.user, u->name);
+        assert_int_equal(ended.from, on);
+}
+
+/* A Drop went to worker for user (a target that may still install a package it got). */
+static bool drop_sent(unsigned worker, const char *user) {
+        for (unsigned i = 0; i < n_sent; i++)
+                if (sent[i].body == ELASTIC_POOL__FRAME__BODY_DROP && sent[i].worker == worker &&
+                    streq(sent[i].user, user))
+                        return true;
+        return false;
 }
 
 static void test_move_state_to_string(void **state) {
@@ -206,7 +238,7 @@ static void test_move_state_to_string(void **state) {
 /* flag → quiesce → snapshot → install → switch. */
 static void test_move_flag_quiesce_snapshot_install_switch(void **state) {
         SurfaceUser *u = user_on("alice", 1);
-        uint64_t ticket = surface_request_started(&surface, "alice"), id;
+        uint64_t ticket = surface_request_started(&surface, "alice", 0), id;
 
         /* flag: from now on its requests are held; an open request must end first (quiesce) */
         assert_int_equal(move_start(&moves, u, 2, "test", now), 0);
@@ -246,6 +278,12 @@ static void test_move_flag_quiesce_snapshot_install_switch(void **state) {
         assert_int_equal(n_releases, 1);
         assert_int_equal(releases[0].lives_on, 2);
         assert_int_equal(releases[0].held, 2);
+        /* the journal's figures: the package's size, the pause from the flag (T0) to the release */
+        assert_int_equal(n_ended, 1);
+        assert_true(ended.switched && !ended.repointed && !ended.target_failed);
+        assert_int_equal(ended.bytes, strlen("state-of-alice"));
+        assert_int_equal(ended.pause, USEC_PER_SEC);
+        assert_int_equal(ended.to, 2);
 }
 
 /* A user with nothing open is quiesced already: the snapshot is asked for at once. */
@@ -307,7 +345,7 @@ static void test_move_abort_on_timeout(void **state) {
                 snprintf(name, sizeof name, "u%zu", i);
                 u = user_on(name, 1);
                 if (states[i] == MOVE_QUIESCE)
-                        (void) surface_request_started(&surface, name);
+                        (void) surface_request_started(&surface, name, 0);
                 assert_int_equal(move_start(&moves, u, 2, "test", now), 0);
                 if (states[i] == MOVE_INSTALL)
                         package(1, u->move->id, "blob", NULL);
@@ -320,6 +358,10 @@ static void test_move_abort_on_timeout(void **state) {
                 now += 1;
                 moves_expire(&moves, now);
                 assert_aborted(u, 1, 1);
+                /* only a silent target is the target's failure; it is told to drop what it may install */
+                assert_int_equal(ended.target_failed, states[i] == MOVE_INSTALL);
+                assert_int_equal(drop_sent(2, name), states[i] == MOVE_INSTALL);
+                assert_int_equal(ended.pause, TIMEOUT);
         }
 }
 
@@ -354,6 +396,7 @@ static void test_move_worker_death(void **state) {
                         continue;
                 }
                 assert_aborted(u, 1, 0);
+                assert_int_equal(ended.target_failed, cases[i].dies == 2);
         }
 }
 
@@ -383,21 +426,26 @@ static void test_move_abort_on_refusal(void **state) {
                 assert_int_equal(move_start(&moves, u, 2, "test", now), 0);
                 if (cases[i].source_unreachable) {
                         assert_aborted(u, 1, 0);
+                        assert_false(ended.target_failed);
                         continue;
                 }
                 id = u->move->id;
                 if (cases[i].snapshot_error) {
                         package(1, id, NULL, cases[i].snapshot_error);
                         assert_aborted(u, 1, 0);
+                        assert_false(ended.target_failed);
                         continue;
                 }
                 package(1, id, "blob", NULL);
                 if (cases[i].target_unreachable) {
                         assert_aborted(u, 1, 0);
+                        assert_true(ended.target_failed);
                         continue;
                 }
                 install_result(2, id, false, "disk full");
                 assert_aborted(u, 1, 0);
+                assert_true(ended.target_failed);
+                assert_int_equal(ended.bytes, 4);
         }
 }
 
@@ -453,6 +501,45 @@ static void test_move_concurrent_and_done(void **state) {
         assert_int_equal(n_releases, 1);
 }
 
+/* A worker that cannot snapshot users keeps no state to carry: its users are re-pointed (flag, quiesce,
+ * switch), with no frame sent; one that can snapshot is never re-pointed onto a worker that cannot
+ * install (its state would be lost). */
+static void test_move_repoint(void **state) {
+        SurfaceUser *u, *v;
+        uint64_t ticket;
+
+        workers[1].capabilities = 0;
+        u = user_on("kim", 1);
+        assert_int_equal(move_start(&moves, u, 2, "test", now), -EOPNOTSUPP);
+        ticket = surface_request_started(&surface, "kim", now);
+        assert_int_equal(move_start_or_repoint(&moves, u, 2, "test", now), 0);
+        assert_true(u->move->repoint);
+        held = 1;
+        now += 3 * USEC_PER_MSEC;
+        (void) surface_request_ended(&surface, "kim", ticket, 1);
+        move_user_quiesced(&moves, u, now);
+        assert_null(u->move);
+        assert_int_equal(u->worker, 2);
+        assert_int_equal(n_sent, 0);
+        assert_int_equal(n_releases, 1);
+        assert_int_equal(releases[0].lives_on, 2);
+        assert_true(ended.switched && ended.repointed);
+        assert_int_equal(ended.pause, 3 * USEC_PER_MSEC);
+
+        /* a quiet user is re-pointed at once */
+        v = user_on("lee", 1);
+        assert_int_equal(move_start_or_repoint(&moves, v, 3, "test", now), 0);
+        assert_int_equal(v->worker, 3);
+        assert_int_equal(n_ended, 2);
+
+        /* state to carry, nobody to install it: refused */
+        workers[1].capabilities = SNAPSHOT;
+        workers[4] = (FakeWorker) { true, true, true, 0 };
+        assert_int_equal(move_start_or_repoint(&moves, user_on("max", 1), 4, "test", now), -EOPNOTSUPP);
+        /* and a move to where the user already is, is no move */
+        assert_int_equal(move_start_or_repoint(&moves, user_on("ned", 2), 2, "test", now), -ENOENT);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_move_state_to_string),
@@ -465,6 +552,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_move_stray_answers_ignored, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_move_cancel, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_move_concurrent_and_done, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_move_repoint, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

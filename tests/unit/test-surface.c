@@ -44,7 +44,7 @@ static SurfaceUser *place(const char *name, unsigned worker, usec_t now) {
 
 /* A request of user (NULL: a guest) began: its ticket. */
 static uint64_t start(const char *user) {
-        return surface_request_started(&s, user);
+        return surface_request_started(&s, user, T0);
 }
 
 static void test_surface_user_place_new_and_replace(void **state) {
