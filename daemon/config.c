@@ -144,6 +144,7 @@ static const KeyInfo key_table[_CONFIG_KEY_MAX] = {
         KEY(SPAWN_TIMEOUT, "pool", spawn_timeout, VALUE_DURATION, RULE_POSITIVE),
         KEY(DRAIN_TIMEOUT, "pool", drain_timeout, VALUE_DURATION, RULE_POSITIVE),
         KEY(STOP_TIMEOUT, "pool", stop_timeout, VALUE_DURATION, RULE_POSITIVE),
+        KEY(MOVE_TIMEOUT, "pool", move_timeout, VALUE_DURATION, RULE_NONE),
         KEY(RECEPTION_THRESHOLD, "policy", reception_threshold, VALUE_DOUBLE, RULE_FRACTION),
         KEY(ADMISSION_THRESHOLD, "policy", admission_threshold, VALUE_DOUBLE, RULE_FRACTION),
         KEY(COMPACTION_MARGIN, "policy", compaction_margin, VALUE_DOUBLE, RULE_AT_LEAST_ONE),

@@ -39,6 +39,7 @@ typedef enum ConfigKey {
         CONFIG_KEY_SPAWN_TIMEOUT,
         CONFIG_KEY_DRAIN_TIMEOUT,
         CONFIG_KEY_STOP_TIMEOUT,
+        CONFIG_KEY_MOVE_TIMEOUT,
         CONFIG_KEY_RECEPTION_THRESHOLD,
         CONFIG_KEY_ADMISSION_THRESHOLD,
         CONFIG_KEY_COMPACTION_MARGIN,
@@ -96,6 +97,7 @@ typedef struct Config {
         usec_t spawn_timeout;     /* 10 s: spawn to Hello + accept */
         usec_t drain_timeout;     /* 30 s: in-flight requests of a retiring worker */
         usec_t stop_timeout;      /* 10 s: SIGTERM to SIGKILL */
+        usec_t move_timeout;      /* 0 = hold_timeout / 2: a live move gives up past it */
 
         /* [policy] */
         double reception_threshold; /* 0.5 */
@@ -133,6 +135,11 @@ typedef struct Config {
          * code). Cross-key errors name these lines. */
         unsigned line[_CONFIG_KEY_MAX];
 } Config;
+
+/* How long a live move may take before it is aborted. */
+static inline usec_t config_move_timeout(const Config *c) {
+        return c->move_timeout > 0 ? c->move_timeout : c->hold_timeout / 2;
+}
 
 /* How long a user may go without a request before it leaves the surface. */
 static inline usec_t config_user_expiry(const Config *c) {

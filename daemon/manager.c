@@ -433,8 +433,9 @@ void manager_wire(Manager *m) {
         capacity_init(&m->capacity, &m->pool, &m->config, &sources);
         capacity_set_actions(&m->capacity, &actions);
         surface_init(&m->surface);
-        /* within half the hold timeout, so a held request is released (to A or B) before it would 503 */
-        moves_init(&m->moves, m->event, &m->surface, m->config.hold_timeout / 2, &move_hooks);
+        /* by default within half the hold timeout, so a held request is released (to A or B) before it
+         * would be answered 503 */
+        moves_init(&m->moves, m->event, &m->surface, config_move_timeout(&m->config), &move_hooks);
         m->placement = (Placement) {
                 .pool = &m->pool,
                 .capacity = &m->capacity,

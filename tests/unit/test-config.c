@@ -109,6 +109,7 @@ static void assert_config_equal(const Config *a, const Config *b) {
         assert_int_equal(a->cookie_max_age, b->cookie_max_age);
         assert_int_equal(a->max_revoked_users, b->max_revoked_users);
         assert_int_equal(a->relief_moves, b->relief_moves);
+        assert_int_equal(a->move_timeout, b->move_timeout);
         assert_int_equal(a->user_expiry, b->user_expiry);
 }
 
@@ -225,6 +226,7 @@ static void test_config_load_every_key(void **state) {
                 ROW(SPAWN_TIMEOUT, "pool", spawn_timeout, "3s", U64, 3 * USEC_PER_SEC),
                 ROW(DRAIN_TIMEOUT, "pool", drain_timeout, "2min", U64, 120 * USEC_PER_SEC),
                 ROW(STOP_TIMEOUT, "pool", stop_timeout, "1500ms", U64, 1500 * USEC_PER_MSEC),
+                ROW(MOVE_TIMEOUT, "pool", move_timeout, "3s", U64, 3 * USEC_PER_SEC),
                 ROW(RECEPTION_THRESHOLD, "policy", reception_threshold, "0.4", DBL, .d = 0.4),
                 ROW(ADMISSION_THRESHOLD, "policy", admission_threshold, "0.9", DBL, .d = 0.9),
                 ROW(COMPACTION_MARGIN, "policy", compaction_margin, "2", DBL, .d = 2.0),
