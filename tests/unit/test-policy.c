@@ -521,6 +521,110 @@ static void test_policy_compaction_with_users_waits_for_moves(void **state) {
         assert_reason(&d, "H=1.400 > 1.200");
 }
 
+/* A drain under way (w3 retiring, its users moving): it goes on while the survivors keep what
+ * compaction promised, H > (margin - 1) x admission = 0.4; it stops on load that rose, a growing pool,
+ * the min_workers floor, or a drained worker that is gone; it is held on any reading not fresh. */
+static void test_policy_drain_check(void **state) {
+        static const struct {
+                const char *name;
+                PolicyWorker w[4];
+                size_t n;
+                uint32_t min_workers;
+                DecisionKind kind;
+                const char *reason;
+        } cases[] = {
+                { "survivors keep room", { RECEPTION(1, 0.1), FRESH(2, 0.3), RETIRING(3, 0.2) }, 3, 1,
+                  DECISION_WAIT_MOVES, "w3 drains: without it H=0.700 > 0.400" },
+                { "the load rose", { RECEPTION(1, 0.4), FRESH(2, 0.5), RETIRING(3, 0.1) }, 3, 1, DECISION_NONE,
+                  "the load rose: without w3 H=0.300 <= 0.400" },
+                { "a spawn in flight", { RECEPTION(1, 0.1), FRESH(2, 0.1), RETIRING(3, 0.1), INFLIGHT(4) }, 4, 1,
+                  DECISION_NONE, "the pool grows: w4 spawn in flight" },
+                { "a stale survivor", { RECEPTION(1, 0.1), STALE(2, 0.1), RETIRING(3, 0.1) }, 3, 1, DECISION_HELD,
+                  "held: w2" },
+                { "the drained worker's own reading", { RECEPTION(1, 0.1), FRESH(2, 0.1),
+                  { .id = 3, .routable = true, .retiring = true, .freshness = FRESHNESS_MISSING, .since = S(90),
+                    .missing = "cpu" } }, 3, 1, DECISION_HELD, "held: w3" },
+                { "under the floor", { RECEPTION(1, 0.1), FRESH(2, 0.1), RETIRING(3, 0.1) }, 3, 3, DECISION_NONE,
+                  "under min_workers=3" },
+                { "gone", { RECEPTION(1, 0.1), FRESH(2, 0.1) }, 2, 1, DECISION_NONE, "w3 cannot be drained" },
+                { "onto the reception alone", { RECEPTION(1, 0.05), RETIRING(3, 0.0) }, 2, 1, DECISION_WAIT_MOVES,
+                  "H=0.450 > 0.400" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                PolicyParams p = defaults;
+                PolicyInput in = input(cases[i].w, cases[i].n);
+                Decision d;
+
+                p.min_workers = cases[i].min_workers;
+                policy_drain_check(&in, &p, 3, &d);
+                if (d.kind != cases[i].kind || !strstr(d.reason, cases[i].reason))
+                        fail_msg("%s: %s \"%s\", want %s \"%s\"", cases[i].name, decision_kind_to_string(d.kind),
+                                 d.reason, decision_kind_to_string(cases[i].kind), cases[i].reason);
+        }
+}
+
+/* The ledger's promise, on random pools: whatever compaction picks is never the reception, and once
+ * that worker is gone and its load sits on the survivors (O unchanged, one worker fewer), H stays over
+ * (margin - 1) x admission_threshold = 0.4: the survivors never come out of it short of room. The drain
+ * check agrees with the pick (it would go on). */
+static void test_policy_compaction_ledger_property(void **state) {
+        uint64_t x = 0x2545f4914f6cdd1dULL;
+        unsigned picked = 0;
+
+        for (unsigned round = 0; round < 20000; round++) {
+                PolicyWorker w[12], after[12];
+                size_t n, k = 0;
+                PolicyParams p = defaults;
+                PolicyInput in;
+                Decision d, check;
+                Ledger l;
+
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                n = 1 + x % ELEMENTSOF(w);
+                p.min_workers = 1 + (uint32_t) ((x >> 8) % 3);
+                for (size_t i = 0; i < n; i++) {
+                        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                        w[i] = (PolicyWorker) { .id = (unsigned) i + 1, .reception = i == 0, .routable = true,
+                                                .freshness = FRESHNESS_FRESH,
+                                                .occupancy = (double) (x % 1001) / 1000.0,
+                                                .users = (uint32_t) ((x >> 16) % 3) };
+                }
+                in = input(w, n);
+                policy_compaction(&in, &p, &d);
+                if (d.kind != DECISION_RETIRE && d.kind != DECISION_WAIT_MOVES)
+                        continue;
+                picked++;
+                assert_true(d.worker > 1); /* never the reception (w1) */
+                assert_true(n > p.min_workers);
+
+                /* the drain's view: the picked worker retiring */
+                for (size_t i = 0; i < n; i++) {
+                        after[i] = w[i];
+                        after[i].retiring = (int) w[i].id == d.worker;
+                }
+                in = input(after, n);
+                policy_drain_check(&in, &p, (unsigned) d.worker, &check);
+                assert_int_equal(check.kind, DECISION_WAIT_MOVES);
+
+                /* done: the worker gone, its load on the survivors */
+                double moved = 0;
+                for (size_t i = 0; i < n; i++)
+                        if ((int) w[i].id == d.worker)
+                                moved = w[i].occupancy;
+                for (size_t i = 0; i < n; i++)
+                        if ((int) w[i].id != d.worker)
+                                after[k++] = w[i];
+                after[k - 1].occupancy += moved;
+                in = input(after, k);
+                policy_ledger(&in, &p, &l);
+                if (!(l.headroom > 0.4 - EPS))
+                        fail_msg("round %u: %zu workers, compaction of w%d leaves H=%.4f", round, n, d.worker,
+                                 l.headroom);
+        }
+        assert_true(picked > 1000); /* the property was put to the test */
+}
+
 /* Ties go to the newest; the reception is never picked even when it alone is idle. */
 static void test_policy_compaction_picks_least_occupied(void **state) {
         const PolicyWorker tie[] = {RECEPTION(1, 0.0), FRESH(2, 0.1), FRESH(3, 0.1), FRESH(4, 0.2)};
@@ -847,6 +951,8 @@ static void test_policy_ledger_of_matches_policy_ledger(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_freshness_to_string),
+                cmocka_unit_test(test_policy_drain_check),
+                cmocka_unit_test(test_policy_compaction_ledger_property),
                 cmocka_unit_test(test_decision_kind_to_string),
                 cmocka_unit_test(test_policy_scale_up_group_of_one),
                 cmocka_unit_test(test_policy_scale_up_group_of_one_with_retiring),
