@@ -210,11 +210,22 @@ static int drain_begin(Compaction *c, Worker *w, const char *why, bool asked, us
                 .users_at_start = surface_worker_users(c->surface, w->id),
         };
         pool_set_evacuating(c->pool, w, true);
-        log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_COMPACT, .event = "compact", .worker = (int) w->id),
-                   "Compaction: draining w%u by live moves: %u users to move, one at a time (%s)", w->id,
-                   c->drain.users_at_start, why);
-        compaction_step(c, now);
+        /* the ledger's drains are journaled by the capacity shell, with the inputs that decided them */
+        if (asked)
+                log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_COMPACT, .event = "compact",
+                                                .worker = (int) w->id),
+                           "Compaction: draining w%u by live moves (%s): %u users to move, one at a time", w->id,
+                           why, c->drain.users_at_start);
         return 0;
+}
+
+/* The operator's drains start moving at once (the ledger's start on the step that follows the check). */
+static int drain_and_step(Compaction *c, Worker *w, const char *why, usec_t now) {
+        int r = drain_begin(c, w, why, true, now);
+
+        if (r >= 0)
+                compaction_step(c, now);
+        return r;
 }
 
 int compaction_drain(Compaction *c, unsigned worker, const Decision *d, char *why, size_t why_size) {
@@ -265,7 +276,7 @@ int compaction_now(Compaction *c, char *why, size_t why_size, usec_t now) {
                 pool_retire_worker(c->pool, w, "operator compaction");
                 return 0;
         }
-        return drain_begin(c, w, "operator compaction", true, now);
+        return drain_and_step(c, w, "operator compaction", now);
 }
 
 int compaction_retire(Compaction *c, unsigned worker, usec_t now) {
@@ -279,5 +290,5 @@ int compaction_retire(Compaction *c, unsigned worker, usec_t now) {
                 pool_retire_worker(c->pool, w, "operator retire");
                 return 0;
         }
-        return drain_begin(c, w, "operator retire", true, now);
+        return drain_and_step(c, w, "operator retire", now);
 }

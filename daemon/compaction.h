@@ -55,8 +55,9 @@ void compaction_init(Compaction *c, Pool *pool, Capacity *capacity, Surface *sur
 void compaction_done(Compaction *c);
 
 /* The capacity shell's drain action (CapacityActions.drain): drains worker, chosen by d. 0 when the drain
- * began; -EAGAIN (the reason in why) while a back-off runs; -EBUSY while another drain runs; -ENOENT when
- * worker is not a routable non-reception worker. */
+ * began (its first move starts on the compaction_step() that follows the capacity check); -EAGAIN (the
+ * reason in why) while a back-off runs; -EBUSY while another drain runs; -ENOENT when worker is not a
+ * routable non-reception worker. */
 int compaction_drain(Compaction *c, unsigned worker, const Decision *d, char *why, size_t why_size);
 
 /* Takes the drain one step further: what it rests on re-checked, the next move started, or the worker

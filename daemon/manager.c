@@ -212,6 +212,7 @@ Manager *manager_free(Manager *m) {
         /* the front end first: its connections end, and with them every exchange held or open */
         m->frontend = frontend_free(m->frontend);
         m->frontend_hooks = NULL;
+        relief_done(&m->relief);
         compaction_done(&m->compaction);
         moves_done(&m->moves);
         surface_done(&m->surface);
@@ -287,6 +288,7 @@ static void on_worker_routable(Worker *w, void *userdata) {
                 m->frontend_hooks->worker_routable(m->frontend, w->id, w->socket_path);
         manager_maybe_ready(m);
         capacity_check(&m->capacity);
+        compaction_step(&m->compaction, now_usec(CLOCK_MONOTONIC));
         manager_write_status(m);
 }
 
@@ -302,6 +304,7 @@ static void on_worker_gone(Worker *w, void *userdata) {
         unsigned n;
 
         compaction_worker_gone(&m->compaction, w->id, now_usec(CLOCK_MONOTONIC));
+        relief_worker_gone(&m->relief, w->id);
         move_worker_gone(&m->moves, w->id, now_usec(CLOCK_MONOTONIC));
         n = surface_worker_gone(&m->surface, w->id);
         if (n > 0)
@@ -316,6 +319,7 @@ static void on_report(Worker *w, Row *row, void *userdata) {
 
         capacity_take_row(&m->capacity, w, row);
         compaction_step(&m->compaction, row->received);
+        relief_report(&m->relief, w, m->compaction.drain.worker != 0, row->received);
 }
 
 static void on_move_frame(Worker *w, const Frame *f, void *userdata) {
@@ -405,12 +409,21 @@ static void release_held(const char *user, void *userdata) {
 static void move_ended(const MoveEnd *e, void *userdata) {
         Manager *m = userdata;
 
-        compaction_move_ended(&m->compaction, e, now_usec(CLOCK_MONOTONIC));
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        compaction_move_ended(&m->compaction, e, now);
+        relief_move_ended(&m->relief, e, now);
 }
 
 static int drain(unsigned worker, const Decision *d, char *why, size_t why_size, void *userdata) {
         Manager *m = userdata;
 
+        /* a round moves users onto the least occupied worker: the one compaction would drain */
+        if (relief_running(&m->relief)) {
+                snprintf(why, why_size, "a relief round moves users from w%u to w%u", m->relief.round.from,
+                         m->relief.round.to);
+                return -EAGAIN;
+        }
         return compaction_drain(&m->compaction, worker, d, why, why_size);
 }
 
@@ -443,8 +456,13 @@ void manager_wire(Manager *m) {
                 .moves = &m->moves,
         };
         compaction_init(&m->compaction, &m->pool, &m->capacity, &m->surface, &m->moves);
+        relief_init(&m->relief, &m->pool, &m->capacity, &m->surface, &m->moves);
         m->status = (StatusView) {
-                .group = m->group, .pool = &m->pool, .capacity = &m->capacity, .compaction = &m->compaction,
+                .group = m->group,
+                .pool = &m->pool,
+                .capacity = &m->capacity,
+                .compaction = &m->compaction,
+                .relief = &m->relief,
         };
 }
 

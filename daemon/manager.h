@@ -17,6 +17,7 @@
 #include "move.h"
 #include "placement.h"
 #include "pool.h"
+#include "relief.h"
 #include "status.h"
 #include "surface.h"
 
@@ -31,6 +32,7 @@ typedef struct Manager {
         Surface surface;      /* who lives where */
         Moves moves;          /* live moves of users between workers */
         Compaction compaction; /* drains a worker by moving its users off, then retires it */
+        Relief relief;        /* a worker over admission hands its heaviest users to one with room */
         Placement placement;  /* the commander's answers to the front end */
         StatusView status;    /* what status.json, the admin listener (and later D-Bus) read */
 

@@ -333,7 +333,7 @@ void policy_compaction(const PolicyInput *in, const PolicyParams *p, Decision *r
                 decide(ret, DECISION_NONE, NULL, "%s, but no worker but the reception", sums);
         else if (s.least->users > 0)
                 decide(ret, DECISION_WAIT_MOVES, s.least,
-                       "w%u has %u users: retiring it waits for live moves (occupancy %.3f; %s)",
+                       "w%u has %u users: they move off it first (occupancy %.3f; %s)",
                        s.least->id, s.least->users, s.least->occupancy, sums);
         else
                 decide(ret, DECISION_RETIRE, s.least, "retire w%u (occupancy %.3f, no users): %s",

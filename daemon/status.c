@@ -141,6 +141,21 @@ static void write_compaction(FILE *f, const Compaction *c, usec_t now) {
                 (unsigned long long) c->drains_done, (unsigned long long) c->drains_stopped);
 }
 
+/* The relief round under way (null when none) and how many there were. */
+static void write_relief(FILE *f, const Relief *r) {
+        const ReliefRound *rd = &r->round;
+
+        fputs("\"relief\":", f);
+        if (rd->from == 0)
+                fputs("null", f);
+        else
+                fprintf(f, "{\"from\":\"w%u\",\"to\":\"w%u\",\"moved\":%u,\"from_projected\":%.4f,"
+                           "\"to_projected\":%.4f}",
+                        rd->from, rd->to, rd->moved, rd->from_projected, rd->to_projected);
+        fprintf(f, ",\"relief_rounds\":%llu,\"relief_moves\":%llu,", (unsigned long long) r->rounds,
+                (unsigned long long) r->moved);
+}
+
 int status_write(const StatusView *v, FILE *f) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         PolicyInput in;
@@ -161,6 +176,8 @@ int status_write(const StatusView *v, FILE *f) {
                 l.n, l.capacity, l.occupied, l.headroom, l.threshold);
         if (v->compaction)
                 write_compaction(f, v->compaction, now);
+        if (v->relief)
+                write_relief(f, v->relief);
         fputs("\"holds\":{", f);
         write_hold(f, "scale_up", &v->capacity->scale_up_hold, now);
         fputc(',', f);

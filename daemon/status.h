@@ -12,6 +12,7 @@
 #include "compaction.h"
 #include "frontend-port.h"
 #include "pool.h"
+#include "relief.h"
 
 /* What the status surfaces read: the manager's parts, and the front end through its hooks. */
 typedef struct StatusView {
@@ -19,6 +20,7 @@ typedef struct StatusView {
         Pool *pool;
         Capacity *capacity;
         const Compaction *compaction;  /* NULL: no drains to show */
+        const Relief *relief;          /* NULL: no relief rounds to show */
         const FrontendHooks *frontend; /* NULL without a front end */
         void *frontend_data;
 } StatusView;

@@ -36,7 +36,7 @@ SurfaceUser *surface_user_get(const Surface *s, const char *name) {
         return strmap_get(&s->users, name);
 }
 
-static int user_new(Surface *s, const char *name, SurfaceUser **ret) {
+static int user_new(Surface *s, const char *name, usec_t now, SurfaceUser **ret) {
         SurfaceUser *u;
         int r;
 
@@ -54,6 +54,7 @@ static int user_new(Surface *s, const char *name, SurfaceUser **ret) {
                 return r;
         }
         u->incarnation = ++s->next_incarnation;
+        u->logged_in_at = now;
         *ret = u;
         return 0;
 }
@@ -69,7 +70,7 @@ int surface_user_place(Surface *s, const char *name, unsigned worker, usec_t now
                 if (u->worker < s->worker_slots && s->worker_users[u->worker] > 0)
                         s->worker_users[u->worker]--;
         } else {
-                r = user_new(s, name, &u);
+                r = user_new(s, name, now, &u);
                 if (r < 0)
                         return r;
         }

@@ -517,7 +517,7 @@ static void test_policy_compaction_with_users_waits_for_moves(void **state) {
         decide_compaction(&in, &defaults, &d);
         assert_kind(&d, DECISION_WAIT_MOVES);
         assert_int_equal(d.worker, 3);
-        assert_reason(&d, "w3 has 4 users: retiring it waits for live moves");
+        assert_reason(&d, "w3 has 4 users: they move off it first");
         assert_reason(&d, "H=1.400 > 1.200");
 }
 

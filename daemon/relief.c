@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+#include "relief.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "id-array.h"
+#include "journal-ids.h"
+#include "log.h"
+#include "macro.h"
+#include "policy.h"
+
+static usec_t period(const Relief *r) {
+        return r->pool->config->occupancy_interval * r->pool->config->smoothing_rows;
+}
+
+static double threshold(const Relief *r) {
+        return r->capacity->policy.admission_threshold;
+}
+
+void relief_init(Relief *r, Pool *pool, Capacity *capacity, Surface *surface, Moves *moves) {
+        *r = (Relief) { .pool = pool, .capacity = capacity, .surface = surface, .moves = moves };
+}
+
+void relief_done(Relief *r) {
+        free(r->workers);
+        r->workers = NULL;
+        r->slots = 0;
+}
+
+static void round_end(Relief *r, const char *why) {
+        ReliefRound *rd = &r->round;
+
+        log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "relief", .worker = (int) rd->from),
+                   "Relief of w%u ends after %u moves to w%u: %s", rd->from, rd->moved, rd->to, why);
+        *rd = (ReliefRound) {};
+}
+
+/* A user's weight: its busy time per second since it logged in (its share of the worker's load). */
+static double weight(const SurfaceUser *u, usec_t now) {
+        return now > u->logged_in_at ? (double) u->busy_usec / (double) (now - u->logged_in_at) : 0.0;
+}
+
+/* The heaviest user of worker that may move now and fits: its share of the worker's projected
+ * occupancy (by weight, or an equal share while nobody has measured consumption) is above 0 and keeps
+ * the target's projection under `room`. */
+static SurfaceUser *heaviest_fitting(Relief *r, unsigned worker, double occupancy, double room, usec_t now,
+                                     double *ret_share) {
+        SurfaceUser *u, *best = NULL;
+        double total = 0, best_w = -1;
+        unsigned n = 0;
+
+        for (size_t i = 0; (u = surface_next_user(r->surface, &i));)
+                if (u->worker == worker && !u->move) {
+                        total += weight(u, now);
+                        n++;
+                }
+        if (n == 0)
+                return NULL;
+        for (size_t i = 0; (u = surface_next_user(r->surface, &i));) {
+                double wt, share;
+
+                if (u->worker != worker || u->move)
+                        continue;
+                wt = weight(u, now);
+                share = total > 0 ? occupancy * wt / total : occupancy / n;
+                if (share > 0 && share < room && wt > best_w) {
+                        best = u;
+                        best_w = wt;
+                        *ret_share = share;
+                }
+        }
+        return best;
+}
+
+typedef enum Step {
+        STEP_DONE,     /* a move runs, or the round ended */
+        STEP_CONTINUE, /* a move ended at once (a re-point): the next */
+} Step;
+
+static Step step_once(Relief *r, usec_t now) {
+        ReliefRound *rd = &r->round;
+        char why[160];
+        SurfaceUser *u;
+        double share = 0;
+        int k;
+
+        if (rd->from == 0 || rd->moving)
+                return STEP_DONE;
+        if (rd->from_projected < threshold(r)) {
+                snprintf(why, sizeof why, "its projected occupancy %.3f is under admission_threshold",
+                         rd->from_projected);
+                round_end(r, why);
+                return STEP_DONE;
+        }
+        u = heaviest_fitting(r, rd->from, rd->from_projected, threshold(r) - rd->to_projected, now, &share);
+        if (!u) {
+                snprintf(why, sizeof why, "no user of it is left whose share keeps w%u (%.3f) under the threshold",
+                         rd->to, rd->to_projected);
+                round_end(r, why);
+                return STEP_DONE;
+        }
+        snprintf(why, sizeof why, "relief: w%u over admission_threshold", rd->from);
+        rd->moving = true;
+        k = move_start_or_repoint(r->moves, u, rd->to, why, now);
+        if (k < 0) {
+                rd->moving = false;
+                snprintf(why, sizeof why, "cannot move user %s: %s", u->name, strerror(-k));
+                round_end(r, why);
+                return STEP_DONE;
+        }
+        rd->from_projected -= share;
+        rd->to_projected += share;
+        return rd->moving ? STEP_DONE : STEP_CONTINUE;
+}
+
+static void step(Relief *r, usec_t now) {
+        if (r->stepping)
+                return;
+        r->stepping = true;
+        while (step_once(r, now) == STEP_CONTINUE)
+                ;
+        r->stepping = false;
+}
+
+static void round_begin(Relief *r, Worker *w, ReliefWorker *rw, usec_t now) {
+        PolicyInput in;
+        bool over = false;
+        char span[32];
+        int i;
+
+        capacity_policy_input(r->capacity, &in);
+        i = policy_admit(&in, &r->capacity->policy, &over);
+        if (i < 0 || over || in.workers[i].id == w->id)
+                return; /* nobody has room: growing the pool is scale-up's */
+        (void) format_timespan(span, sizeof span, now - rw->over_since);
+        /* the next round counts from readings taken after this one: its smoothed reading lags the moves */
+        rw->over_since = 0;
+        rw->last_round = now;
+        r->rounds++;
+        r->round = (ReliefRound) {
+                .from = w->id,
+                .to = in.workers[i].id,
+                .from_projected = w->reading.occupancy.value,
+                .to_projected = in.workers[i].occupancy,
+        };
+        log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "relief", .worker = (int) w->id,
+                                        .has_occupancy = true, .occupancy = w->reading.occupancy.value),
+                   "Relief: w%u at %.3f has been at or over admission_threshold=%.2f for %s; moving its heaviest "
+                   "users to w%u (%.3f)", w->id, w->reading.occupancy.value, threshold(r),
+                   span, r->round.to, r->round.to_projected);
+        step(r, now);
+}
+
+void relief_report(Relief *r, Worker *w, bool draining, usec_t now) {
+        ReliefWorker *rw;
+        usec_t since;
+        bool over;
+
+        if (!r->pool->config->relief_moves || ID_ARRAY_ENSURE(r->workers, r->slots, w->id) < 0)
+                return;
+        rw = &r->workers[w->id];
+        over = worker_takes_users(w) && w != r->pool->reception &&
+               capacity_freshness(r->capacity, w, now, &since) == FRESHNESS_FRESH &&
+               w->reading.occupancy.value >= threshold(r);
+        if (!over)
+                rw->over_since = 0;
+        else if (rw->over_since == 0)
+                rw->over_since = now;
+        if (relief_running(r) || draining || !over)
+                return;
+        if (now - rw->over_since >= period(r) && (rw->last_round == 0 || now - rw->last_round >= period(r)))
+                round_begin(r, w, rw, now);
+}
+
+void relief_move_ended(Relief *r, const MoveEnd *e, usec_t now) {
+        ReliefRound *rd = &r->round;
+
+        if (rd->from == 0 || !rd->moving || e->from != rd->from)
+                return;
+        rd->moving = false;
+        if (!e->switched) {
+                round_end(r, "a move failed");
+                return;
+        }
+        rd->moved++;
+        r->moved++;
+        step(r, now);
+}
+
+void relief_worker_gone(Relief *r, unsigned worker) {
+        if (r->round.from == worker || r->round.to == worker)
+                round_end(r, "a worker of the round is gone");
+        if (worker < r->slots)
+                r->workers[worker] = (ReliefWorker) {};
+}

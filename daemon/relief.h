@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Relief moves (DESIGN.md, Policies rule 7): a worker spawned because the others were full relieves them
+ * at once instead of waiting for new logins. A non-reception worker whose reading stays at or over
+ * admission_threshold for a smoothing period (occupancy_interval x smoothing_rows), while admission has a
+ * worker with room, starts a relief round: its heaviest users (by their share of its measured busy time)
+ * move, one at a time, to that worker, until its projected occupancy falls under the threshold; a move
+ * that would take the target's projection to the threshold is not made. At most one round per worker
+ * per smoothing period.
+ *
+ * It does not fight compaction: no round starts while a drain runs, and the manager lets no drain begin
+ * while a round runs (compaction picks the least occupied worker, which is where a round moves users).
+ * [policy] relief_moves = no turns it off. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "capacity.h"
+#include "move.h"
+#include "pool.h"
+#include "surface.h"
+
+typedef struct ReliefWorker {
+        usec_t over_since; /* its reading has been at or over admission_threshold since (0: it is not) */
+        usec_t last_round; /* its last relief round began */
+} ReliefWorker;
+
+typedef struct ReliefRound {
+        unsigned from, to;     /* 0: no round */
+        double from_projected; /* occupancies as they will be once the moves made so far show */
+        double to_projected;
+        bool moving;           /* a move of the round is under way */
+        unsigned moved;
+} ReliefRound;
+
+typedef struct Relief {
+        Pool *pool;
+        Capacity *capacity;
+        Surface *surface;
+        Moves *moves;
+        ReliefWorker *workers; /* by worker id */
+        unsigned slots;
+        ReliefRound round;     /* one round at a time, across the pool */
+        bool stepping;         /* inside a round's step: a move that ends at once does not recurse */
+        uint64_t rounds, moved;
+} Relief;
+
+void relief_init(Relief *r, Pool *pool, Capacity *capacity, Surface *surface, Moves *moves);
+void relief_done(Relief *r);
+
+/* w's report was taken in (its reading is new): whether it is over the threshold, and for how long; a
+ * round begins when it has been for a smoothing period. draining: compaction drains a worker now (no
+ * round begins). */
+void relief_report(Relief *r, Worker *w, bool draining, usec_t now);
+/* A move ended (MoveHooks.ended): the round's next move, or its end. */
+void relief_move_ended(Relief *r, const MoveEnd *e, usec_t now);
+/* wN is gone: a round from or to it ends, and so does its record. */
+void relief_worker_gone(Relief *r, unsigned worker);
+
+static inline bool relief_running(const Relief *r) {
+        return r->round.from != 0;
+}
