@@ -215,6 +215,45 @@ static void test_status_write_shows_held_reason(void **state) {
                              "assert w3['freshness'] == 'stale' and w3['not_fresh_for_ms'] == 22000, w3\n");
 }
 
+/* A drain under way shows its worker as evacuating, the users left and moved; a stopped one, why. */
+static void test_status_write_shows_drain(void **state) {
+        _cleanup_free_ char *s = NULL, *t = NULL;
+        Worker *w[3];
+
+        for (int i = 0; i < 3; i++) {
+                w[i] = fixture_add_worker(m, WORKER_ROUTABLE);
+                w[i]->capabilities = (1U << ELASTIC_POOL__CAPABILITY__CAPABILITY_SNAPSHOT_USERS) |
+                                     (1U << ELASTIC_POOL__CAPABILITY__CAPABILITY_INSTALL_USERS);
+        }
+        fixture_set_users(m, w[2], 2);
+        fixture_report(w[0], READING(.cpu = 0.05));
+        fixture_report(w[1], READING(.cpu = 0.3));
+        fixture_report(w[2], READING(.cpu = 0.02)); /* the ledger drains w3; its first snapshot is asked */
+        fixture_advance(1500 * USEC_PER_MSEC);
+        s = status_string();
+        check_with_python(s, "import json, sys\n"
+                             "d = json.load(open(sys.argv[1]))\n"
+                             "dr = d['drain']\n"
+                             "assert dr['worker'] == 'w3' and dr['users_left'] == 2 and dr['moved'] == 0, dr\n"
+                             "assert dr['for_ms'] == 1500 and dr['operator'] is False, dr\n"
+                             "assert [w['evacuating'] for w in d['workers']] == [False, False, True], d\n"
+                             "assert d['last_drain'] is None and d['drain_backoff_ms'] == 0, d\n"
+                             "assert d['relief'] is None and d['relief_rounds'] == 0, d\n");
+
+        moves_expire(&m->moves, fixture_now + 60 * USEC_PER_SEC); /* w3 never answers: its own failure */
+        fixture_advance(16 * USEC_PER_SEC);
+        fixture_report(w[0], READING(.cpu = 0.05));
+        /* the second user's move, under way, ends too; with w2 and w3 stale now the drain is held */
+        moves_expire(&m->moves, fixture_now);
+        t = status_string();
+        check_with_python(t, "import json, sys\n"
+                             "d = json.load(open(sys.argv[1]))\n"
+                             "assert d['drain'] is None, d['drain']\n"
+                             "assert 'stopped after 0 of 2 users moved: held: w' in d['last_drain'], d\n"
+                             "assert d['drains_stopped'] == 1, d\n"
+                             "assert not any(w['evacuating'] for w in d['workers']), d\n");
+}
+
 static void test_status_write_escapes_controls(void **state) {
         _cleanup_free_ char *s = NULL;
         Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
@@ -284,6 +323,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_status_write_empty_pool, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_status_write_valid_json, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_status_write_shows_held_reason, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_status_write_shows_drain, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_status_write_escapes_controls, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_status_write_stream_error, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_status_write_file_atomic, setup, teardown),
