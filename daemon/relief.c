@@ -162,9 +162,9 @@ void relief_report(Relief *r, Worker *w, bool draining, usec_t now) {
         if (!r->pool->config->relief_moves || ID_ARRAY_ENSURE(r->workers, r->slots, w->id) < 0)
                 return;
         rw = &r->workers[w->id];
-        over = worker_takes_users(w) && w != r->pool->reception &&
-               capacity_freshness(r->capacity, w, now, &since) == FRESHNESS_FRESH &&
-               w->reading.occupancy.value >= threshold(r);
+        /* on every report: the cheap tests first, the freshness only for a worker over the threshold */
+        over = w->reading.occupancy.value >= threshold(r) && worker_takes_users(w) && w != r->pool->reception &&
+               capacity_freshness(r->capacity, w, now, &since) == FRESHNESS_FRESH;
         if (!over)
                 rw->over_since = 0;
         else if (rw->over_since == 0)
