@@ -72,9 +72,11 @@ move_login() {
 }
 
 # move_send_held USER PATH NAME: sends USER's request for PATH in the background, while USER moves; its
-# status, headers and body land in $EP_TMP/NAME.{code,headers,body}, the time it took in seconds in
-# NAME.time. Returns once curl has sent the whole request head (its trace shows the empty line that ends
-# it), so the commander has it before anything the test does next. The PID is in EP_LAST_PID.
+# headers and body land in $EP_TMP/NAME.{headers,body}, its status and the time it took (s) in NAME.out.
+# Returns once curl's trace shows the request head sent, so it is on its way to the commander before the
+# test acts on the move (a kill, say: the commander reads it within microseconds, the test's next step
+# takes milliseconds). The move's end line then says whether it was held ("1 held requests released").
+# The PID is in EP_LAST_PID.
 move_send_held() {
         local user=$1 path=$2 name=$3
         spawn_bg "${CURL[@]}" -b "$EP_TMP/$user.jar" -D "$EP_TMP/$name.headers" -o "$EP_TMP/$name.body" \
