@@ -33,7 +33,8 @@ fi
 exec $DEMO_WORKER --user-blob-size $MOVE_BLOB
 EOF
         chmod +x "$EP_TMP/worker.sh"
-        fe_config "$EP_TMP/worker.sh" pool.min_workers=2 pool.max_workers=2 policy.reception_threshold=0.01 "$@"
+        fe_config "$EP_TMP/worker.sh" pool.min_workers=2 pool.max_workers=2 policy.reception_threshold=0.01 \
+                "$@"
         fe_start
         [[ $(reception) == "$MOVE_SOURCE" ]] || fail "the reception is w$(reception), not w$MOVE_SOURCE"
         wait_log "Worker w$MOVE_TARGET is routable"
@@ -43,7 +44,8 @@ EOF
 # commander): a login, then COUNT /state requests. Prints the blob's CRC.
 move_seed_state() {
         local user=$1 count=$2 body="" i
-        worker_curl "$MOVE_SOURCE" -o /dev/null -H "X-Elastic-Pool-User: $user" "http://w/login?user=$user" ||
+        worker_curl "$MOVE_SOURCE" -o /dev/null -H "X-Elastic-Pool-User: $user" \
+                "http://w/login?user=$user" ||
                 fail "direct login of $user on w$MOVE_SOURCE"
         for ((i = 1; i <= count; i++)); do
                 body=$(worker_curl "$MOVE_SOURCE" -H "X-Elastic-Pool-User: $user" http://w/state) ||
@@ -97,7 +99,8 @@ move_held_result() {
 # move_state USER: USER's /state through the commander; fails unless it is 200. Prints the body.
 move_state() {
         local out
-        out=$("${CURL[@]}" -b "$EP_TMP/$1.jar" -w ' %{http_code}' "$EP_URL/state") || fail "/state of $1: curl failed"
+        out=$("${CURL[@]}" -b "$EP_TMP/$1.jar" -w ' %{http_code}' "$EP_URL/state") ||
+                fail "/state of $1: curl failed"
         [[ $out == *' 200' ]] || fail "/state of $1: $out"
         echo "${out% 200}"
 }

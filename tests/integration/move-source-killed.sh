@@ -35,7 +35,8 @@ note "killed w$MOVE_SOURCE (pid $pid) while it snapshots alice"
 
 line=$(move_end_line alice "aborted in snapshot: ")
 note "$line"
-[[ $line == *"the source worker is gone (the user's state with it); the user stays on w$MOVE_SOURCE after"* ]] ||
+want="the source worker is gone (the user's state with it)"
+[[ $line == *"$want; the user stays on w$MOVE_SOURCE after"* ]] ||
         fail "the move did not abort on the source's death: $line"
 [[ $line == *"; 1 held requests released)"* ]] || fail "the request sent during the move was not held: $line"
 wait_log "Worker w$MOVE_SOURCE \(pid $pid\) .*SIGKILL"
@@ -79,7 +80,8 @@ sys.exit(0 if dead == 0 and live == 2 else 1)' "$EP_RUN/status.json" "w$MOVE_SOU
 wait_until users_counted ||
         fail "status.json does not count alice and bob on live workers only: $(cat "$EP_RUN/status.json")"
 note "users per worker: $("$EP_PYTHON" -c 'import json, sys
-print(" ".join("%s=%s" % (w["name"], w["users"]) for w in json.load(open(sys.argv[1]))["workers"]))' "$EP_RUN/status.json")"
+d = json.load(open(sys.argv[1]))
+print(" ".join("%s=%s" % (w["name"], w["users"]) for w in d["workers"]))' "$EP_RUN/status.json")"
 wait "$MOVE_BUSY_PID" || true # it ran on w1: cut short by the kill
 
 # A request held while its user moved is released when the move ends; with the source dead, to the worker

@@ -37,6 +37,7 @@ for i in 7 8 9; do
 done
 note "alice's counter went on 7..9 on w$MOVE_SOURCE with blob_crc $crc"
 worker_lists_user "$MOVE_SOURCE" alice || fail "w$MOVE_SOURCE does not list alice"
-! log_has "User alice re-placed" || fail "alice was placed again: $(grep -m1 'User alice re-placed' "$EP_LOG")"
+! log_has "User alice re-placed" ||
+        fail "alice was placed again: $(grep -m1 'User alice re-placed' "$EP_LOG")"
 wait "$MOVE_BUSY_PID" || fail "the busy request failed"
 fe_stop
