@@ -804,6 +804,9 @@ static void worker_dead(Pool *p, Worker *w) {
         if (w->socket_path)
                 (void) unlink(w->socket_path);
         p->backend->vtable->release(p->backend, w);
+        /* before the hooks: what they release (a moving user's held requests) is placed on the new one */
+        if (p->reception == w)
+                pool_pick_reception(p);
         if (p->hooks->worker_gone)
                 p->hooks->worker_gone(w, p->userdata);
         pool_remove_worker(p, w);
