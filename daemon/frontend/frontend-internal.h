@@ -29,8 +29,10 @@ typedef struct Listener {
 /* The requests of one user held while it moves, in the order they came. */
 typedef struct HeldQueue {
         char *user;    /* the key */
-        Exchange *first, *last;
+        Exchange *first, *last; /* in the order they came: the first has waited longest */
         unsigned n;
+        Frontend *fe;
+        sd_event_source *timer; /* the first's hold_timeout: 503 for what waited that long */
 } HeldQueue;
 
 struct Frontend {

@@ -115,6 +115,26 @@ static void flush_held_body(Exchange *x) {
 
 /* ---- held requests ---- */
 
+static void held_queue_free(HeldQueue *q) {
+        q->timer = sd_event_source_disable_unref(q->timer);
+        free(q->user);
+        free(q);
+}
+
+static int on_hold_timeout(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* The queue's timer goes off when its first exchange has waited hold_timeout. */
+static int held_queue_arm(HeldQueue *q) {
+        usec_t at = q->first->held_since + q->fe->config->hold_timeout;
+
+        if (q->timer) {
+                (void) sd_event_source_set_time(q->timer, at);
+                return sd_event_source_set_enabled(q->timer, SD_EVENT_ONESHOT);
+        }
+        return sd_event_add_time(q->fe->event, &q->timer, CLOCK_MONOTONIC, at, 10 * USEC_PER_MSEC, on_hold_timeout,
+                                 q);
+}
+
 static HeldQueue *held_queue(Frontend *fe, const char *user, bool create) {
         HeldQueue *q = strmap_get(&fe->held, user);
 
@@ -123,10 +143,10 @@ static HeldQueue *held_queue(Frontend *fe, const char *user, bool create) {
         q = calloc(1, sizeof *q);
         if (!q)
                 return NULL;
+        q->fe = fe;
         q->user = strdup(user);
         if (!q->user || strmap_put(&fe->held, q->user, q, NULL) < 0) {
-                free(q->user);
-                free(q);
+                held_queue_free(q);
                 return NULL;
         }
         return q;
@@ -140,8 +160,7 @@ static Exchange *held_take(Frontend *fe, const char *user) {
         if (!q)
                 return NULL;
         first = q->first;
-        free(q->user);
-        free(q);
+        held_queue_free(q);
         return first;
 }
 
@@ -163,6 +182,8 @@ static void hold(Frontend *fe, Exchange *x) {
         q->last = x;
         x->upstream = NULL;
         q->n++;
+        if (q->n == 1 && held_queue_arm(q) < 0)
+                log_warning("Cannot time the hold of %s's requests: they wait for the end of its move", x->user);
 }
 
 void router_unhold(Frontend *fe, Exchange *x) {
@@ -231,6 +252,30 @@ void router_dispatch(Frontend *fe, Exchange *x) {
         start_on(fe, x, route.worker, pool);
         if (x->state == EXCHANGE_FORWARDING)
                 flush_held_body(x);
+}
+
+/* What waited hold_timeout gets 503 with Retry-After, whether or not the move has ended; the rest waits
+ * on. Answering one may close its connection and unhold others of the queue: the queue is looked up
+ * again each time. */
+static int on_hold_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        HeldQueue *q = userdata;
+        Frontend *fe = q->fe;
+        _cleanup_free_ char *user = strdup(q->user);
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
+        if (!user)
+                return 0; /* tried again on the release */
+        while ((q = strmap_get(&fe->held, user)) && q->first &&
+               now - q->first->held_since >= fe->config->hold_timeout) {
+                Exchange *x = q->first;
+
+                router_unhold(fe, x);
+                x->state = EXCHANGE_NEW;
+                router_fail_early(fe, x, 503, 1, "held past hold_timeout while its user moved");
+        }
+        if (q && q->first)
+                (void) held_queue_arm(q);
+        return 0;
 }
 
 void router_release_held(Frontend *fe, const char *user) {
