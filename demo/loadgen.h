@@ -146,6 +146,13 @@ struct Loadgen {
         unsigned baseline_workers, max_workers_seen;
 };
 
+/* loadgen-options.c: the command line. */
+/* The defaults: 50 users on a 60 s ramp against http://127.0.0.1:8080, and so on (see --help). */
+void options_init(Options *o);
+/* Parses argv over the defaults in o. 1: run, 0: exit successfully (--help, --version printed),
+ * -EINVAL: a usage error (reported on stderr, naming the option and the bad value), -ENOMEM. */
+int options_parse_argv(int argc, char *argv[], Options *o);
+
 /* loadgen-vuser.c: one virtual user's life. */
 void vuser_init(VUser *u, Loadgen *lg, unsigned slot);
 /* Logs a new user in (an idle slot joins the load). */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The load generator's pure parts: the JSON reader and what it reads (status.json, /state answers),
- * the latency histogram, the ramp profile, the timer heap, and report lines that fit their width. */
+ * the latency histogram, the ramp profile, the timer heap, report lines that fit their width, and the
+ * command line. */
 #include <errno.h>
+#include <getopt.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -360,6 +362,69 @@ static void test_format_latency(void **state) {
         assert_string_equal(format_latency(b, sizeof b, 1250000), "1.25s");
 }
 
+/* Parses a NULL-terminated argument list over the defaults, as main() does. */
+static int parse_args(Options *o, const char *first, ...) {
+        char *argv[32] = {(char *) "elastic-pool-loadgen"};
+        int argc = 1;
+        va_list ap;
+
+        options_init(o);
+        va_start(ap, first);
+        for (const char *a = first; a; a = va_arg(ap, const char *)) {
+                assert_true(argc < (int) ELEMENTSOF(argv) - 1);
+                argv[argc++] = (char *) a;
+        }
+        va_end(ap);
+        optind = 0; /* glibc: start over, as for a new argv */
+        return options_parse_argv(argc, argv, o);
+}
+
+static void test_options_parse_argv_defaults_and_values(void **state) {
+        Options o;
+
+        assert_int_equal(parse_args(&o, NULL), 1);
+        assert_int_equal(o.profile.kind, PROFILE_RAMP);
+        assert_int_equal(o.profile.users, 50);
+        assert_string_equal(o.host, "127.0.0.1");
+        assert_string_equal(o.port, "8080");
+        assert_int_equal(o.linger, 0);
+
+        assert_int_equal(parse_args(&o, "--url", "http://[::1]:8081/", "--users", "60", "--profile",
+                                    "constant", "--duration", "45s", "--think", "100ms", "--mix", "3:1",
+                                    "--status", "/run/s.json", "--linger", "25s", NULL),
+                         1);
+        assert_string_equal(o.host, "::1");
+        assert_string_equal(o.port, "8081");
+        assert_string_equal(o.authority, "[::1]:8081");
+        assert_int_equal(o.profile.users, 60);
+        assert_int_equal(o.profile.kind, PROFILE_CONSTANT);
+        assert_int_equal(o.profile.duration, 45 * USEC_PER_SEC);
+        assert_int_equal(o.think, 100 * USEC_PER_MSEC);
+        assert_int_equal(o.mix_state, 3);
+        assert_int_equal(o.mix_work, 1);
+        assert_int_equal(o.linger, 25 * USEC_PER_SEC);
+}
+
+static void test_options_parse_argv_usage_errors(void **state) {
+        /* each alone: --linger without --status is one too */
+        static const char *const bad[][3] = {
+                {"--users", "0"},
+                {"--url", "https://x"},
+                {"--mix", "0:0"},
+                {"--profile", "spiky"},
+                {"--linger", "5s"},
+                {"--width", "59"},
+                {"--user-prefix", "a b"},
+                {"--duration", "0"},
+                {"--bogus"},
+                {"--users"},
+        };
+        Options o;
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                assert_int_equal(parse_args(&o, bad[i][0], bad[i][1], NULL), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_json_skip_value_nested),
@@ -381,6 +446,8 @@ int main(void) {
                 cmocka_unit_test(test_report_line_compresses_to_width),
                 cmocka_unit_test(test_report_line_marks_states_and_holds),
                 cmocka_unit_test(test_format_latency),
+                cmocka_unit_test(test_options_parse_argv_defaults_and_values),
+                cmocka_unit_test(test_options_parse_argv_usage_errors),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
