@@ -17,6 +17,8 @@
 
 #define USERS_MAX  100000
 #define PREFIX_MAX 24
+/* An idle session checks at least this often: sparse, but still a session that is used */
+#define IDLE_CHECK_MAX_USEC (600 * USEC_PER_SEC)
 
 static void help(void) {
         printf("Usage: %s [OPTIONS]\n\n"
@@ -39,6 +41,12 @@ static void help(void) {
                "  --status PATH          the commander's status.json: show the pool on every line\n"
                "  --linger DURATION      after the last user left, keep reporting up to this long, until\n"
                "                         the pool is back to its size at the start (needs --status)\n"
+               "  --keep-sessions        users that leave (the ramp-down, the end of the run) stop working\n"
+               "                         but stay logged in: idle sessions, each sending one /state every\n"
+               "                         --idle-check, through --linger; then each checks /state a last\n"
+               "                         time and logs out\n"
+               "  --idle-check DURATION  mean pause between an idle session's /state checks, spread over\n"
+               "                         0.5x..1.5x (default 5s; needs --keep-sessions)\n"
                "  --max-errors N         exit 1 when more requests than this fail (default 0)\n"
                "  --max-sticky-errors N  exit 1 when more stickiness checks than this fail (default 0)\n"
                "  --max-lost N           exit 1 when more users than this lose their state (default: any\n"
@@ -53,8 +61,9 @@ static void help(void) {
                "Errors are failed requests: connection refused or reset, timeouts, 4xx and 5xx answers\n"
                "the load did not ask for. A sticky error is a /state counter that jumped or restarted. A\n"
                "lost state (the worker answered \"unknown user\", as after it died) is counted apart and\n"
-               "the user logs in again. Ctrl-C logs every user out and prints the summary; a second one\n"
-               "stops at once.\n\n"
+               "the user logs in again. An idle session's check counts the same: its counter must rise by\n"
+               "exactly one across every move of the user to another worker. Ctrl-C logs every user out\n"
+               "and prints the summary; a second one stops at once.\n\n"
                "Exit status: 0 within bounds, 1 too many errors or a failure, 2 a usage error.\n",
                PROGRAM);
 }
@@ -160,6 +169,8 @@ int options_parse_argv(int argc, char *argv[], Options *o) {
                 ARG_TIMEOUT,
                 ARG_STATUS,
                 ARG_LINGER,
+                ARG_KEEP_SESSIONS,
+                ARG_IDLE_CHECK,
                 ARG_MAX_ERRORS,
                 ARG_MAX_STICKY,
                 ARG_MAX_LOST,
@@ -183,6 +194,8 @@ int options_parse_argv(int argc, char *argv[], Options *o) {
                 {"timeout", required_argument, NULL, ARG_TIMEOUT},
                 {"status", required_argument, NULL, ARG_STATUS},
                 {"linger", required_argument, NULL, ARG_LINGER},
+                {"keep-sessions", no_argument, NULL, ARG_KEEP_SESSIONS},
+                {"idle-check", required_argument, NULL, ARG_IDLE_CHECK},
                 {"max-errors", required_argument, NULL, ARG_MAX_ERRORS},
                 {"max-sticky-errors", required_argument, NULL, ARG_MAX_STICKY},
                 {"max-lost", required_argument, NULL, ARG_MAX_LOST},
@@ -195,6 +208,7 @@ int options_parse_argv(int argc, char *argv[], Options *o) {
                 {"version", no_argument, NULL, ARG_VERSION},
                 {},
         };
+        bool idle_check_set = false;
         int c, r;
 
         opterr = 0; /* our own messages, naming the bad input */
@@ -262,6 +276,17 @@ int options_parse_argv(int argc, char *argv[], Options *o) {
                         if (parse_duration(optarg, &o->linger) < 0)
                                 return usage_error("invalid --linger '%s': a duration such as 15s", optarg);
                         break;
+                case ARG_KEEP_SESSIONS:
+                        o->keep_sessions = true;
+                        break;
+                case ARG_IDLE_CHECK:
+                        if (parse_duration(optarg, &o->idle_check) < 0 || o->idle_check == 0 ||
+                            o->idle_check > IDLE_CHECK_MAX_USEC)
+                                return usage_error(
+                                        "invalid --idle-check '%s': a duration up to 10min, such as 5s",
+                                        optarg);
+                        idle_check_set = true;
+                        break;
                 case ARG_MAX_ERRORS:
                         if (parse_uint64(optarg, &o->max_errors) < 0)
                                 return usage_error("invalid --max-errors '%s': a number", optarg);
@@ -314,6 +339,8 @@ int options_parse_argv(int argc, char *argv[], Options *o) {
                 return usage_error("unexpected argument '%s'", argv[optind]);
         if (o->linger > 0 && !o->status_path)
                 return usage_error("--linger needs --status: it waits for the pool to shrink");
+        if (idle_check_set && !o->keep_sessions)
+                return usage_error("--idle-check needs --keep-sessions: only idle sessions check");
         return 1;
 }
 
@@ -328,6 +355,7 @@ void options_init(Options *o) {
                 .max_lost = UINT64_MAX,
                 .user_prefix = "u",
                 .width = 160,
+                .idle_check = 5 * USEC_PER_SEC,
         };
         o->url = "http://127.0.0.1:8080";
         (void) parse_url(o->url, o);

@@ -41,6 +41,13 @@ unsigned profile_users_at(const Profile *p, usec_t elapsed) {
         return scaled(p->users, p->duration - elapsed, third);
 }
 
+bool profile_linger_is_over(usec_t linger, usec_t since, usec_t now, bool have_status, unsigned workers,
+                            unsigned baseline) {
+        if (linger == 0 || now >= since + linger)
+                return true;
+        return have_status && workers <= baseline;
+}
+
 void rng_seed(Rng *r, uint64_t seed) {
         r->state = seed ? seed : 0x9e3779b97f4a7c15ULL;
 }
@@ -64,4 +71,10 @@ usec_t rng_think(Rng *r, usec_t think) {
         if (think == 0)
                 return 0;
         return think / 2 + rng_below(r, think + 1);
+}
+
+usec_t rng_idle_check(Rng *r, usec_t idle_check) {
+        /* the same spread: a 5 s check lands anywhere in 2.5..7.5 s, so 60 users that left within one
+         * second still spread their checks over the pool's report intervals */
+        return rng_think(r, idle_check);
 }

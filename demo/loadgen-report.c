@@ -116,8 +116,11 @@ static void holds(Buf *b, const PoolStatus *st) {
 static void line_head(Buf *b, const ReportLine *l) {
         char p99[16];
 
-        buf_printf(b, "%4llus users %4u/%-4u rps %5.0f p99 %6s err %llu sticky %llu",
-                   (unsigned long long) (l->elapsed / USEC_PER_SEC), l->live, l->target, l->rps,
+        buf_printf(b, "%4llus users %4u/%-4u", (unsigned long long) (l->elapsed / USEC_PER_SEC), l->live,
+                   l->target);
+        if (l->show_away)
+                buf_printf(b, " idle %-4u", l->away);
+        buf_printf(b, " rps %5.0f p99 %6s err %llu sticky %llu", l->rps,
                    l->p99 == USEC_INFINITY ? "-" : format_latency(p99, sizeof p99, l->p99),
                    (unsigned long long) l->errors, (unsigned long long) l->sticky_errors);
 }
@@ -172,6 +175,27 @@ static void summary_errors(FILE *f, const Stats *s) {
         fputs(any ? "\n" : " none\n", f);
 }
 
+/* What the kept sessions saw: the users that stayed logged in after they left the load, and how their
+ * sparse checks fared, above all once the pool had shrunk under them (their state moved along). */
+static void summary_sessions(FILE *f, const Stats *s, const Loadgen *lg) {
+        fprintf(f,
+                "sessions: %llu users stayed logged in through the ramp-down; %llu idle checks, %llu passed",
+                (unsigned long long) s->kept, (unsigned long long) s->idle_checks,
+                (unsigned long long) s->idle_checks_ok);
+        if (lg->have_status && lg->max_workers_seen > lg->status.n_routable)
+                fprintf(f, ", %llu of them after the pool shrank (%u -> %u workers)",
+                        (unsigned long long) s->idle_checks_shrunk, lg->max_workers_seen,
+                        lg->status.n_routable);
+        else if (lg->have_status)
+                fprintf(f, "; the pool did not shrink (%u routable worker%s)", lg->status.n_routable,
+                        lg->status.n_routable == 1 ? "" : "s");
+        fprintf(f, "; %llu passed on another worker than the check before (moved, state intact)",
+                (unsigned long long) s->idle_moves);
+        if (s->idle_lost > 0)
+                fprintf(f, "; %llu found the state gone", (unsigned long long) s->idle_lost);
+        fputc('\n', f);
+}
+
 void report_write_summary(FILE *f, const Stats *s, usec_t elapsed, const Loadgen *lg) {
         char p50[16], p90[16], p99[16], max[16];
         double secs = (double) elapsed / USEC_PER_SEC;
@@ -192,6 +216,8 @@ void report_write_summary(FILE *f, const Stats *s, usec_t elapsed, const Loadgen
                         format_latency(p99, sizeof p99, histogram_quantile(&s->latency, 0.99)),
                         format_latency(max, sizeof max, s->latency.max));
         summary_errors(f, s);
+        if (lg->opt->keep_sessions)
+                summary_sessions(f, s, lg);
         if (s->abandoned > 0)
                 fprintf(f, "abandoned: %llu users stopped without logging out\n",
                         (unsigned long long) s->abandoned);

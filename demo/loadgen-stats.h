@@ -52,6 +52,13 @@ typedef struct Stats {
         uint64_t moves;         /* a user's /state answered by another worker, counter intact */
         uint64_t logins, logouts;
         uint64_t abandoned; /* users dropped still logged in: a second Ctrl-C, the drain deadline */
+        /* --keep-sessions: users that left the load but stayed logged in, and their /state checks */
+        uint64_t kept;
+        uint64_t idle_checks;        /* answered /state of an idle session, the last check included */
+        uint64_t idle_checks_ok;     /* of those, the counter rose by exactly one */
+        uint64_t idle_checks_shrunk; /* of the passed ones, while the pool was smaller than at its peak */
+        uint64_t idle_moves;         /* of the passed ones, answered by another worker than the last */
+        uint64_t idle_lost;          /* of those, "unknown user": the session's state was gone */
         Histogram latency;
 } Stats;
 

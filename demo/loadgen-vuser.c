@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* One virtual user: log in, keep the sticky cookie, loop over /state and /work with think times in
- * between, check that /state's counter goes up by exactly one each time (stickiness), log out. Each
+ * between, check that /state's counter goes up by exactly one each time (stickiness), log out. With
+ * --keep-sessions a user that leaves goes away instead: logged in, it only checks /state once per idle
+ * check, wherever the commander moved it, and checks once more before it logs out at the close. Each
  * user owns one non-blocking keep-alive connection (edge-triggered in the loop's epoll) and one timer
  * node; its request and its response state live in the VUser, so this file never allocates. */
 
@@ -42,7 +44,11 @@ void vuser_init(VUser *u, Loadgen *lg, unsigned slot) {
 }
 
 bool vuser_is_live(const VUser *u) {
-        return (u->phase == PHASE_LOGIN || u->phase == PHASE_ACTIVE) && !u->retiring;
+        return (u->phase == PHASE_LOGIN || u->phase == PHASE_ACTIVE) && !u->retiring && !u->away;
+}
+
+bool vuser_is_away(const VUser *u) {
+        return u->away && u->phase != PHASE_IDLE;
 }
 
 static void schedule(VUser *u, usec_t when) {
@@ -61,7 +67,7 @@ static void go_idle(VUser *u) {
         timer_heap_cancel(&u->lg->timers, &u->timer);
         conn_close(u);
         u->phase = PHASE_IDLE;
-        u->in_flight = u->retiring = false;
+        u->in_flight = u->retiring = u->away = u->last_check_sent = false;
         u->cookie[0] = 0;
         u->counter_known = false;
 }
@@ -111,6 +117,8 @@ static RequestKind pick_request(VUser *u) {
         case PHASE_LOGOUT:
                 return REQUEST_LOGOUT;
         default:
+                if (u->away)
+                        return REQUEST_STATE; /* an idle session: the check that keeps it used */
                 return rng_below(&u->lg->rng, o->mix_state + o->mix_work) < o->mix_state ? REQUEST_STATE
                                                                                          : REQUEST_WORK;
         }
@@ -199,6 +207,8 @@ static void request_begin(VUser *u, RequestKind kind, usec_t now, bool retry) {
 
         u->request = kind;
         u->in_flight = true;
+        /* a user that goes away with a request in flight: that one was still work */
+        u->idle_check = u->away && kind == REQUEST_STATE;
         u->retried = retry;
         if (!retry)
                 u->sent_at = now;
@@ -222,6 +232,11 @@ static void next_step(VUser *u, usec_t now, usec_t delay) {
         if (u->retiring && u->phase != PHASE_LOGOUT) {
                 if (!u->cookie[0])
                         return go_idle(u); /* never logged in: nothing to log out */
+                if (u->away && u->phase == PHASE_ACTIVE && !u->last_check_sent) {
+                        /* its state went wherever the pool moved it: one last look before it is gone */
+                        u->last_check_sent = true;
+                        return request_begin(u, REQUEST_STATE, now, false);
+                }
                 u->phase = PHASE_LOGOUT;
                 delay = 0;
         }
@@ -231,7 +246,10 @@ static void next_step(VUser *u, usec_t now, usec_t delay) {
                 schedule(u, now + delay);
 }
 
+/* The pause before the next request: a think time, or for an idle session the next check. */
 static usec_t think(VUser *u) {
+        if (u->away)
+                return rng_idle_check(&u->lg->rng, u->lg->opt->idle_check);
         return rng_think(&u->lg->rng, u->lg->opt->think);
 }
 
@@ -269,6 +287,10 @@ static void connection_lost(VUser *u, usec_t now) {
 
 /* ---- answers */
 
+static bool body_has(const VUser *u, const char *s) {
+        return memmem(u->body, u->body_len, s, strlen(s)) != NULL;
+}
+
 static void on_login_answer(VUser *u, unsigned status, usec_t now) {
         if (status != 200 || !u->cookie[0]) {
                 count_error(u, status == 200 ? ERROR_PROTOCOL : status_error(status));
@@ -284,24 +306,47 @@ static void on_login_answer(VUser *u, unsigned status, usec_t now) {
         next_step(u, now, think(u));
 }
 
-static void check_counter(VUser *u, uint64_t counter, const char *worker) {
+/* Checks a /state counter against the last one. Returns true when the check passed (the counter rose
+ * by exactly one), false when it failed or there was nothing to check against; *ret_moved says whether
+ * a passed check was answered by another worker than the last. */
+static bool check_counter(VUser *u, uint64_t counter, const char *worker, bool *ret_moved) {
+        bool passed = false, moved = false;
+
         if (u->counter_known && counter != u->counter + 1)
                 sticky_error(u, "counter %llu after %llu (worker %s, before %s)",
                              (unsigned long long) counter, (unsigned long long) u->counter, worker,
                              u->worker[0] ? u->worker : "-");
-        else if (u->counter_known && u->worker[0] && !streq(worker, u->worker))
-                u->lg->stats.moves++; /* a live move: another worker, the same state */
+        else if (u->counter_known) {
+                passed = true;
+                moved = u->worker[0] && !streq(worker, u->worker);
+                if (moved)
+                        u->lg->stats.moves++; /* a live move: another worker, the same state */
+        }
         u->counter = counter;
         u->counter_known = true;
         snprintf(u->worker, sizeof u->worker, "%s", worker);
+        *ret_moved = moved;
+        return passed;
 }
 
-static bool body_has(const VUser *u, const char *s) {
-        return memmem(u->body, u->body_len, s, strlen(s)) != NULL;
+/* An idle session's check, counted apart: the summary tells how stickiness held while the pool shrank
+ * under the users it kept logged in. */
+static void count_idle_check(VUser *u, unsigned status, bool passed, bool moved) {
+        Stats *s = &u->lg->stats;
+
+        s->idle_checks++;
+        if (status == 404)
+                s->idle_lost += body_has(u, "unknown user");
+        if (!passed)
+                return;
+        s->idle_checks_ok++;
+        s->idle_checks_shrunk += u->lg->shrunk;
+        s->idle_moves += moved;
 }
 
 static void on_state_answer(VUser *u, unsigned status, usec_t now) {
         char worker[VUSER_WORKER_MAX];
+        bool passed = false, moved = false;
         uint64_t counter;
 
         if (status == 200) {
@@ -309,9 +354,12 @@ static void on_state_answer(VUser *u, unsigned status, usec_t now) {
                         count_error(u, ERROR_PROTOCOL);
                         u->counter_known = false;
                 } else
-                        check_counter(u, counter, worker);
-                return next_step(u, now, think(u));
+                        passed = check_counter(u, counter, worker, &moved);
         }
+        if (u->idle_check)
+                count_idle_check(u, status, passed, moved);
+        if (status == 200)
+                return next_step(u, now, think(u));
         if (status == 404) {
                 /* "unknown user": routed to a worker that never had us or lost us (it died and the
                  * commander placed us again); anything else: the commander forwarded no user at all */
@@ -558,7 +606,7 @@ void vuser_start(VUser *u, usec_t now) {
                         (unsigned long long) ++lg->serial);
         u->phase = PHASE_LOGIN;
         u->fresh = true;
-        u->retiring = false;
+        u->retiring = u->away = u->last_check_sent = false;
         u->cookie[0] = 0;
         u->counter_known = false;
         u->worker[0] = 0;
@@ -571,4 +619,15 @@ void vuser_retire(VUser *u, usec_t now) {
         u->retiring = true;
         if (!u->in_flight)
                 next_step(u, now, 0);
+}
+
+void vuser_leave(VUser *u, usec_t now) {
+        if (u->phase == PHASE_IDLE || u->retiring || u->phase == PHASE_LOGOUT || u->away)
+                return;
+        u->away = true;
+        u->lg->stats.kept++;
+        /* a thinking user would send its next request when its think time ends: an idle session waits
+         * for its first check instead (one logging in again keeps its retry time) */
+        if (!u->in_flight && u->phase == PHASE_ACTIVE)
+                schedule(u, now + think(u));
 }

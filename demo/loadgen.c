@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* elastic-pool-loadgen: virtual users that log in through the commander's front end, stay sticky,
  * loop over /state and /work of the demo worker, and log out, their number ramped up and down over a
- * run. Once a second it prints the load it makes and, from the commander's status.json, the pool that
+ * run; with --keep-sessions those that leave stay logged in, idle, while the pool shrinks under them.
+ * Once a second it prints the load it makes and, from the commander's status.json, the pool that
  * answers it; at the end a summary. Its exit status says whether errors stayed within bounds, so tests
  * can run it. */
 
@@ -167,6 +168,7 @@ static void status_refresh(Loadgen *lg) {
         lg->status = st;
         lg->have_status = true;
         lg->max_workers_seen = MAX(lg->max_workers_seen, st.n_routable);
+        lg->shrunk = st.n_routable < lg->max_workers_seen;
         if (!lg->have_baseline) {
                 lg->baseline_workers = MAX(st.n_workers, 1u);
                 lg->have_baseline = true;
@@ -180,6 +182,14 @@ static unsigned live_users(const Loadgen *lg) {
 
         for (unsigned i = 0; i < lg->n_users; i++)
                 n += vuser_is_live(&lg->users[i]);
+        return n;
+}
+
+static unsigned away_users(const Loadgen *lg) {
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < lg->n_users; i++)
+                n += vuser_is_away(&lg->users[i]);
         return n;
 }
 
@@ -200,13 +210,32 @@ static void abandon_all(Loadgen *lg, usec_t now) {
         lg->ended_at = now;
 }
 
+/* Every user logs out now. */
+static void begin_closing(Loadgen *lg, usec_t now) {
+        if (lg->closing)
+                return;
+        lg->closing = true;
+        /* the last requests and the logouts get one timeout to finish; an idle session's request in
+         * flight, its last check and its logout get one each */
+        lg->drain_deadline = now + (lg->opt->keep_sessions ? 3 : 1) * lg->opt->timeout + USEC_PER_SEC;
+}
+
+/* The load is over: users leave, and log out unless their sessions are kept through the linger. */
 static void end_load(Loadgen *lg, usec_t now) {
         if (lg->ended)
                 return;
         lg->ended = true;
         lg->ended_at = now;
-        /* the last requests and the logouts get one timeout to finish */
-        lg->drain_deadline = now + lg->opt->timeout + USEC_PER_SEC;
+        if (!lg->opt->keep_sessions)
+                begin_closing(lg, now);
+}
+
+/* A user the profile no longer wants: with --keep-sessions it stays logged in until the close. */
+static void drop_user(Loadgen *lg, VUser *u, usec_t now) {
+        if (lg->opt->keep_sessions && !lg->closing)
+                vuser_leave(u, now);
+        else
+                vuser_retire(u, now);
 }
 
 static void control(Loadgen *lg, usec_t now) {
@@ -224,10 +253,13 @@ static void control(Loadgen *lg, usec_t now) {
                 }
         for (unsigned i = lg->n_users; live > lg->target && i > 0; i--)
                 if (vuser_is_live(&lg->users[i - 1])) {
-                        vuser_retire(&lg->users[i - 1], now);
+                        drop_user(lg, &lg->users[i - 1], now);
                         live--;
                 }
-        if (lg->ended && !lg->drained && busy_users(lg) == 0) {
+        /* the idle sessions log out too (each after a last check); a no-op for those already leaving */
+        for (unsigned i = 0; lg->closing && lg->opt->keep_sessions && i < lg->n_users; i++)
+                vuser_retire(&lg->users[i], now);
+        if (lg->closing && !lg->drained && busy_users(lg) == 0) {
                 lg->drained = true;
                 lg->ended_at = now;
         }
@@ -241,6 +273,8 @@ static void report(Loadgen *lg, usec_t now, usec_t interval) {
                 .elapsed = now - lg->start,
                 .live = live_users(lg),
                 .target = lg->target,
+                .show_away = lg->opt->keep_sessions,
+                .away = away_users(lg),
                 .rps = (double) (lg->stats.requests - lg->prev_requests) * USEC_PER_SEC /
                        (double) MAX(interval, 1u),
                 .p99 = lg->second.count > 0 ? histogram_quantile(&lg->second, 0.99) : USEC_INFINITY,
@@ -269,6 +303,7 @@ static void on_signal(Loadgen *lg, usec_t now) {
                         fprintf(stderr, "%s: %s: logging every user out (again to stop at once)\n", PROGRAM,
                                 strsignal((int) si.ssi_signo));
                         end_load(lg, now);
+                        begin_closing(lg, now);
                         continue;
                 }
                 abandon_all(lg, now);
@@ -286,11 +321,22 @@ static void run_timers(Loadgen *lg, usec_t now) {
         }
 }
 
+static bool linger_is_over(const Loadgen *lg, usec_t now) {
+        return profile_linger_is_over(lg->opt->linger, lg->ended_at, now, lg->have_status,
+                                      lg->status.n_workers, lg->baseline_workers);
+}
+
 /* True once the run is over: every user is gone (or the drain deadline passed) and, with --linger,
- * the pool is back to its size at the start or the linger time is up. */
+ * the pool is back to its size at the start or the linger time is up. With --keep-sessions the users
+ * linger logged in, and log out only then. */
 static bool finished(Loadgen *lg, usec_t now) {
         if (!lg->ended)
                 return false;
+        if (!lg->closing) {
+                if (linger_is_over(lg, now))
+                        begin_closing(lg, now);
+                return false;
+        }
         if (!lg->drained) {
                 if (now < lg->drain_deadline)
                         return false;
@@ -298,9 +344,10 @@ static bool finished(Loadgen *lg, usec_t now) {
                         busy_users(lg));
                 abandon_all(lg, now);
         }
-        if (lg->signals > 0 || lg->opt->linger == 0 || now >= lg->ended_at + lg->opt->linger)
+        /* kept sessions lingered before they closed */
+        if (lg->signals > 0 || lg->opt->keep_sessions)
                 return true;
-        return lg->have_status && lg->status.n_workers <= lg->baseline_workers;
+        return linger_is_over(lg, now);
 }
 
 static int wait_timeout_ms(const Loadgen *lg, usec_t now) {
@@ -416,13 +463,18 @@ int main(int argc, char *argv[]) {
                 free(lg);
                 return EXIT_FAILURE;
         }
-        if (!o.quiet)
+        if (!o.quiet) {
                 printf("%s: %u users (%s over %llus), think %llums, mix state:work %u:%u, /work cpu_ms=%u "
                        "-> %s\n",
                        PROGRAM, o.profile.users, profile_kind_to_string(o.profile.kind),
                        (unsigned long long) (o.profile.duration / USEC_PER_SEC),
                        (unsigned long long) (o.think / USEC_PER_MSEC), o.mix_state, o.mix_work, o.cpu_ms,
                        o.url);
+                if (o.keep_sessions)
+                        printf("%s: sessions kept: users that leave stay logged in, one /state every ~%gs, "
+                               "until the run closes\n",
+                               PROGRAM, (double) o.idle_check / USEC_PER_SEC);
+        }
         r = run(lg);
         r = write_summary(lg, now_usec(CLOCK_MONOTONIC) - lg->start);
         if (r < 0)

@@ -44,6 +44,8 @@ typedef struct Options {
         const char *status_path;
         const char *summary_path;
         usec_t linger;
+        bool keep_sessions; /* users that leave stay logged in, idle, until the run closes */
+        usec_t idle_check;  /* mean pause between an idle session's /state checks */
         const char *user_prefix;
         uint64_t seed;
         unsigned width;
@@ -84,6 +86,8 @@ typedef struct VUser {
         VUserPhase phase;
         bool retiring; /* log out once the request in flight is answered */
         bool fresh;    /* logged in under a name never used before: its counter starts at 0 */
+        bool away;     /* --keep-sessions: left the load, stays logged in; one /state per idle check */
+        bool last_check_sent; /* away and retiring: the /state before the logout is sent */
 
         int fd;
         ConnState conn;
@@ -92,6 +96,7 @@ typedef struct VUser {
 
         RequestKind request;
         bool in_flight;
+        bool idle_check; /* the request is an idle session's /state: counted apart */
         usec_t sent_at;
         char out[VUSER_OUT_MAX];
         size_t out_len, out_off;
@@ -129,7 +134,8 @@ struct Loadgen {
         usec_t start, ended_at, drain_deadline, next_control, next_report;
         unsigned target;
         unsigned signals;
-        bool ended;   /* the profile is over (or interrupted): every user logs out */
+        bool ended;   /* the profile is over (or interrupted): users leave */
+        bool closing; /* every user logs out: with the end, or with --keep-sessions after lingering */
         bool drained; /* every user is idle again */
 
         Stats stats;
@@ -144,6 +150,7 @@ struct Loadgen {
         PoolStatus status;
         bool have_status, have_baseline;
         unsigned baseline_workers, max_workers_seen;
+        bool shrunk; /* fewer routable workers now than at the peak */
 };
 
 /* loadgen-options.c: the command line. */
@@ -157,14 +164,20 @@ int options_parse_argv(int argc, char *argv[], Options *o);
 void vuser_init(VUser *u, Loadgen *lg, unsigned slot);
 /* Logs a new user in (an idle slot joins the load). */
 void vuser_start(VUser *u, usec_t now);
-/* Asks the user to leave: it logs out after the request in flight, at once when thinking. */
+/* Asks the user to leave: it logs out after the request in flight, at once when thinking; one that is
+ * away checks /state a last time first. */
 void vuser_retire(VUser *u, usec_t now);
+/* Asks the user to leave but stay logged in (--keep-sessions): it stops working and, from the end of
+ * the request in flight, sends one /state per idle check until it is retired. */
+void vuser_leave(VUser *u, usec_t now);
 /* Closes the connection and forgets the user without logging out (hard stop). */
 void vuser_abort(VUser *u);
 void vuser_on_timer(VUser *u, usec_t now);
 void vuser_on_io(VUser *u, uint32_t events, usec_t now);
-/* True for a user that counts as live (logging in or logged in, not leaving). */
+/* True for a user that counts as live (logging in or logged in, not leaving, not away). */
 bool vuser_is_live(const VUser *u);
+/* True for a user that left the load but is still logged in (or logging in again after a lost state). */
+bool vuser_is_away(const VUser *u);
 
 const char *request_kind_to_string(RequestKind k);
 /* The http-parser callbacks of every user's response parser. */
@@ -174,6 +187,8 @@ void loadgen_parser_settings(http_parser_settings *s);
 typedef struct ReportLine {
         usec_t elapsed;
         unsigned live, target;
+        bool show_away; /* --keep-sessions: the idle sessions follow the users */
+        unsigned away;
         double rps;
         usec_t p99; /* of the answers in the last interval; USEC_INFINITY when there were none */
         uint64_t errors, sticky_errors;

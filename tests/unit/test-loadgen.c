@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The load generator's pure parts: the JSON reader and what it reads (status.json, /state answers),
- * the latency histogram, the ramp profile, the timer heap, report lines that fit their width, and the
- * command line. */
+ * the latency histogram, the ramp profile and the idle sessions' checks, the timer heap, report lines
+ * that fit their width, the summary, and the command line. */
 #include <errno.h>
 #include <getopt.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,6 +257,46 @@ static void test_rng_think_spread(void **state) {
         assert_int_equal(rng_below(&r, 0), 0);
 }
 
+static void test_rng_idle_check_spread(void **state) {
+        enum { N = 10000, SLICES = 5 };
+        const usec_t idle = 5 * USEC_PER_SEC;
+        unsigned slices[SLICES] = {};
+        Rng r;
+
+        /* users that left in the same second must not check in the same second: the checks cover
+         * 2.5..7.5 s evenly, each fifth of it about a fifth of them */
+        rng_seed(&r, 7);
+        for (int i = 0; i < N; i++) {
+                usec_t t = rng_idle_check(&r, idle);
+
+                assert_in_range(t, idle / 2, idle / 2 + idle);
+                slices[MIN((t - idle / 2) * SLICES / idle, (usec_t) SLICES - 1)]++;
+        }
+        for (int i = 0; i < SLICES; i++)
+                assert_in_range(slices[i], N / SLICES * 9 / 10, N / SLICES * 11 / 10);
+}
+
+static void test_profile_linger_is_over(void **state) {
+        static const struct {
+                usec_t linger, now;
+                bool have_status;
+                unsigned workers;
+                bool over;
+        } cases[] = {
+                {0, 1, false, 4, true},                                 /* no linger asked */
+                {25 * USEC_PER_SEC, 5 * USEC_PER_SEC, true, 4, false},  /* the pool is still large */
+                {25 * USEC_PER_SEC, 5 * USEC_PER_SEC, true, 1, true},   /* back to its size at the start */
+                {25 * USEC_PER_SEC, 5 * USEC_PER_SEC, false, 1, false}, /* no status: the time decides */
+                {25 * USEC_PER_SEC, 25 * USEC_PER_SEC, true, 4, true},  /* time is up */
+        };
+        const usec_t since = 100 * USEC_PER_SEC;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                assert_int_equal(profile_linger_is_over(cases[i].linger, since, since + cases[i].now,
+                                                        cases[i].have_status, cases[i].workers, 1),
+                                 cases[i].over);
+}
+
 static void test_timer_heap_order_move_cancel(void **state) {
         enum { N = 200 };
         TimerNode nodes[N];
@@ -353,6 +394,79 @@ static void test_report_line_marks_states_and_holds(void **state) {
         free(st);
 }
 
+static void test_report_line_shows_idle_sessions(void **state) {
+        ReportLine l = {
+                .elapsed = 40 * USEC_PER_SEC,
+                .live = 20,
+                .target = 20,
+                .show_away = true,
+                .away = 40,
+                .p99 = USEC_INFINITY,
+        };
+        char buf[1024];
+
+        report_format_line(buf, sizeof buf, 160, &l, false, NULL);
+        assert_non_null(strstr(buf, "  40s users   20/20   idle 40   rps     0 p99      - err 0 sticky 0"));
+        l.show_away = false;
+        report_format_line(buf, sizeof buf, 160, &l, false, NULL);
+        assert_null(strstr(buf, "idle"));
+}
+
+/* The summary of a run: its text, as written to a file. */
+static char *summary_of(const Loadgen *lg) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
+
+        assert_non_null(f);
+        report_write_summary(f, &lg->stats, 46 * USEC_PER_SEC, lg);
+        assert_int_equal(fclose(f), 0);
+        return text;
+}
+
+static void test_report_write_summary_sessions(void **state) {
+        Loadgen *lg = calloc(1, sizeof *lg);
+        Options o;
+        char *text;
+
+        assert_non_null(lg);
+        options_init(&o);
+        o.status_path = "status.json";
+        lg->opt = &o;
+        lg->have_status = true;
+        lg->max_workers_seen = 4;
+        lg->status.n_routable = lg->status.n_workers = 1;
+        lg->stats = (Stats){.kept = 60,
+                            .idle_checks = 140,
+                            .idle_checks_ok = 138,
+                            .idle_checks_shrunk = 118,
+                            .idle_moves = 61,
+                            .idle_lost = 2};
+
+        /* without --keep-sessions: the summary as it always was */
+        text = summary_of(lg);
+        assert_null(strstr(text, "sessions:"));
+        assert_non_null(strstr(text, "pool: max routable workers seen 4;"));
+        free(text);
+
+        o.keep_sessions = true;
+        text = summary_of(lg);
+        assert_non_null(strstr(text,
+                               "\nsessions: 60 users stayed logged in through the ramp-down; 140 idle "
+                               "checks, 138 passed, 118 of them after the pool shrank (4 -> 1 workers); 61 "
+                               "passed on another worker than the check before (moved, state intact); 2 "
+                               "found the state gone\n"));
+        free(text);
+
+        lg->max_workers_seen = 1;
+        lg->stats.idle_lost = 0;
+        text = summary_of(lg);
+        assert_non_null(strstr(text, "138 passed; the pool did not shrink (1 routable worker); 61 passed"));
+        assert_null(strstr(text, "gone"));
+        free(text);
+        free(lg);
+}
+
 static void test_format_latency(void **state) {
         char b[16];
 
@@ -425,6 +539,28 @@ static void test_options_parse_argv_usage_errors(void **state) {
                 assert_int_equal(parse_args(&o, bad[i][0], bad[i][1], NULL), -EINVAL);
 }
 
+static void test_options_parse_argv_keep_sessions(void **state) {
+        Options o;
+
+        assert_int_equal(parse_args(&o, NULL), 1);
+        assert_false(o.keep_sessions);
+        assert_int_equal(o.idle_check, 5 * USEC_PER_SEC);
+
+        assert_int_equal(parse_args(&o, "--keep-sessions", NULL), 1);
+        assert_true(o.keep_sessions);
+        assert_int_equal(o.idle_check, 5 * USEC_PER_SEC);
+
+        assert_int_equal(parse_args(&o, "--idle-check", "750ms", "--keep-sessions", NULL), 1);
+        assert_true(o.keep_sessions);
+        assert_int_equal(o.idle_check, 750 * USEC_PER_MSEC);
+
+        assert_int_equal(parse_args(&o, "--idle-check", "2s", NULL), -EINVAL); /* without --keep-sessions */
+        assert_int_equal(parse_args(&o, "--keep-sessions", "--idle-check", "0", NULL), -EINVAL);
+        assert_int_equal(parse_args(&o, "--keep-sessions", "--idle-check", "11min", NULL), -EINVAL);
+        assert_int_equal(parse_args(&o, "--keep-sessions", "--idle-check", "soon", NULL), -EINVAL);
+        assert_int_equal(parse_args(&o, "--keep-sessions=yes", NULL), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_json_skip_value_nested),
@@ -442,12 +578,17 @@ int main(void) {
                 cmocka_unit_test(test_profile_ramp),
                 cmocka_unit_test(test_profile_constant_and_names),
                 cmocka_unit_test(test_rng_think_spread),
+                cmocka_unit_test(test_rng_idle_check_spread),
+                cmocka_unit_test(test_profile_linger_is_over),
                 cmocka_unit_test(test_timer_heap_order_move_cancel),
                 cmocka_unit_test(test_report_line_compresses_to_width),
                 cmocka_unit_test(test_report_line_marks_states_and_holds),
+                cmocka_unit_test(test_report_line_shows_idle_sessions),
+                cmocka_unit_test(test_report_write_summary_sessions),
                 cmocka_unit_test(test_format_latency),
                 cmocka_unit_test(test_options_parse_argv_defaults_and_values),
                 cmocka_unit_test(test_options_parse_argv_usage_errors),
+                cmocka_unit_test(test_options_parse_argv_keep_sessions),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
