@@ -1,10 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The main job: elastic-pool fronting a pool of demo workers while a load generator ramps many
-# logged-in users up and down for about a minute. One line a second shows the load (users, requests/s,
-# p99, errors, sticky errors) and the pool as the commander sees it (one occupancy bar per worker), so
-# the pool is seen to grow under the load and shrink after it. Ctrl-C logs the users out, stops the
-# pool and prints the summary; everything started here is stopped and removed on exit.
+# logged-in users up and down for about a minute. Users that leave stay logged in, idle, as real users
+# do; one line a second shows the load (users, idle sessions, requests/s, p99, errors, sticky errors)
+# and the pool as the commander sees it (one occupancy bar per worker), so the pool is seen to grow
+# under the load and, after it, to shrink by moving the idle users (their state along) to the workers
+# that stay. Ctrl-C logs the users out, stops the pool and prints the summary; everything started here
+# is stopped and removed on exit.
 #
 #   EP_DEMO_PORT=8081 scripts/demo.sh    another port than 8080
 #   EP_DEMO_KEEP=1 scripts/demo.sh       keep the temp dir (the commander's log, status.json)
@@ -129,16 +131,25 @@ demo: now 60 users ramp up over 15 s, stay 15 s and leave over 15 s. Each logs i
       /state and /work (5 ms of CPU and 45 ms of waiting on one of a worker's 4 executor threads),
       thinking ~100 ms in between. A worker is full (occupancy 1.0) when all its threads are busy or
       it burns a whole core; the reception (w1) keeps new users below 0.5, others admit them below
-      0.8, and when none can, the pool grows. Once the load is gone, empty workers are retired.
-      Per line: users live/target, requests/s, p99 latency, errors, sticky errors (a user's counter
-      that jumped: it reached the wrong worker), then each worker: occupancy bar, value, users.
+      0.8, and when none can, the pool grows; a worker that stays over 0.8 hands its heaviest users
+      to one with room (relief). Users that leave stay logged in, as real users do: idle, each sends
+      one /state about every 5 s, and its counter must go on rising by one. Once the load is gone,
+      compaction drains the least occupied worker by moving its users live, state and all, to the
+      others, then retires it, until the pool is back to one worker; then every user checks its
+      counter a last time and logs out.
+      Per line: users live/target, idle sessions, requests/s, p99 latency, errors, sticky errors (a
+      counter that jumped or restarted: the user reached the wrong worker, or its state did not move
+      with it), then each worker: occupancy bar, value, users.
 
 EOF
 
 # The pool's decisions, as the commander logs them, between the load generator's lines.
 tail -n 0 -F --pid=$$ "$log" 2>/dev/null | while IFS= read -r line; do
         case $line in
-        *'] Scale-up: '* | *'] Compaction: '* | *'scale-up refused'* | *'] Worker w'*' exited '* | *'] Worker w'*' was killed'*)
+        # compaction's decisions and drains, relief rounds; not each user's move (one line per user)
+        *'] Compaction: cannot move user '*) ;;
+        *'] Scale-up: '* | *'] Compaction: '* | *'] Relief: '* | *'] Relief of w'* | *'scale-up refused'* | \
+                *'] Worker w'*' exited '* | *'] Worker w'*' was killed'*)
                 line=${line#*: }
                 printf '      pool: %s\n' "${line%% | *}" | cut -c1-160
                 ;;
@@ -148,7 +159,7 @@ events_pid=$!
 
 lg_rc=0
 "$loadgen" --url "$url" --users 60 --profile ramp --duration 45s --think 100ms --mix 1:1 \
-        --cpu-ms 5 --sleep-ms 45 --status "$tmp/run/status.json" --linger 25s \
+        --cpu-ms 5 --sleep-ms 45 --keep-sessions --status "$tmp/run/status.json" --linger 25s \
         --summary-file "$tmp/summary" || lg_rc=$?
 kill "$events_pid" 2>/dev/null || true
 events_pid=""
@@ -157,8 +168,19 @@ echo
 echo "demo: stopping elastic-pool (SIGTERM)"
 c_rc=0
 stop_commander || c_rc=$?
-echo "demo: elastic-pool exited with status $c_rc after $(grep -c '] Scale-up: spawning' "$log" || true) spawns" \
-        "and $(grep -c '] Compaction: retiring' "$log" || true) compactions"
+# A compaction retires an empty worker ("Compaction: retiring a worker") or drains one by live moves
+# ("Compaction: wN drained: K users moved ...; retiring it"). The moves in all count relief and the
+# reception's hand-offs too: every "Move N of user U ... done" (or "re-pointed", a user with no state).
+count() { grep -cE "$1" "$log" || true; }
+spawns=$(count '\] Scale-up: spawning')
+retired=$(count '\] Compaction: retiring a worker')
+drained=$(count '\] Compaction: w[0-9]+ drained: ')
+drain_moved=$(sed -n 's/.*\] Compaction: w[0-9]* drained: \([0-9]*\) users moved.*/\1/p' "$log" |
+        awk '{ n += $1 } END { print n + 0 }')
+moves=$(count '\] Move [0-9]+ of user .* (done|re-pointed) after ')
+echo "demo: elastic-pool exited with status $c_rc after $spawns spawns and $((retired + drained)) compactions" \
+        "($retired of an empty worker, $drained drained by moving $drain_moved users)"
+echo "demo: $moves live moves of users in all (compaction drains, relief, the reception passing new users on)"
 echo
 [[ -s $tmp/summary ]] && cat "$tmp/summary"
 exit $((lg_rc != 0 || c_rc != 0))
