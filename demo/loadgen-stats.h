@@ -52,7 +52,8 @@ typedef struct Stats {
         uint64_t moves;         /* a user's /state answered by another worker, counter intact */
         uint64_t logins, logouts;
         uint64_t abandoned; /* users dropped still logged in: a second Ctrl-C, the drain deadline */
-        /* --keep-sessions: users that left the load but stayed logged in, and their /state checks */
+        /* --keep-sessions: users that left the load and were still logged in when the run closed,
+         * and the /state checks of the users that left */
         uint64_t kept;
         uint64_t idle_checks;        /* answered /state of an idle session, the last check included */
         uint64_t idle_checks_ok;     /* of those, the counter rose by exactly one */

@@ -51,6 +51,10 @@ bool vuser_is_away(const VUser *u) {
         return u->away && u->phase != PHASE_IDLE;
 }
 
+bool vuser_is_logged_in(const VUser *u) {
+        return u->phase == PHASE_ACTIVE && u->cookie[0];
+}
+
 static void schedule(VUser *u, usec_t when) {
         /* the heap holds one node per user, so it is never full */
         (void) timer_heap_schedule(&u->lg->timers, &u->timer, when);
@@ -625,7 +629,6 @@ void vuser_leave(VUser *u, usec_t now) {
         if (u->phase == PHASE_IDLE || u->retiring || u->phase == PHASE_LOGOUT || u->away)
                 return;
         u->away = true;
-        u->lg->stats.kept++;
         /* a thinking user would send its next request when its think time ends: an idle session waits
          * for its first check instead (one logging in again keeps its retry time) */
         if (!u->in_flight && u->phase == PHASE_ACTIVE)

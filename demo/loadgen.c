@@ -215,6 +215,9 @@ static void begin_closing(Loadgen *lg, usec_t now) {
         if (lg->closing)
                 return;
         lg->closing = true;
+        /* the sessions that lasted: users that left and are logged in still (not ones that never got in) */
+        for (unsigned i = 0; lg->opt->keep_sessions && i < lg->n_users; i++)
+                lg->stats.kept += vuser_is_away(&lg->users[i]) && vuser_is_logged_in(&lg->users[i]);
         /* the last requests and the logouts get one timeout to finish; an idle session's request in
          * flight, its last check and its logout get one each */
         lg->drain_deadline = now + (lg->opt->keep_sessions ? 3 : 1) * lg->opt->timeout + USEC_PER_SEC;

@@ -178,6 +178,8 @@ void vuser_on_io(VUser *u, uint32_t events, usec_t now);
 bool vuser_is_live(const VUser *u);
 /* True for a user that left the load but is still logged in (or logging in again after a lost state). */
 bool vuser_is_away(const VUser *u);
+/* True for a user logged in now: its login answered, with a cookie, and no logout sent. */
+bool vuser_is_logged_in(const VUser *u);
 
 const char *request_kind_to_string(RequestKind k);
 /* The http-parser callbacks of every user's response parser. */
