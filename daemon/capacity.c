@@ -159,12 +159,14 @@ static void format_ledger(const Ledger *l, const PolicyParams *p, char *buf, siz
                  l->headroom, p->compaction_margin, l->threshold);
 }
 
-/* Journals a decision with its inputs. */
-static void journal_decision(Capacity *c, int level, const char *message_id, const char *event, const char *what,
-                             const Decision *d) {
-        _cleanup_free_ char *inputs = format_inputs(c), *extra = NULL;
+/* Journals a decision with its inputs (format_inputs(); NULL: formatted now). */
+static void journal_decision_of(Capacity *c, int level, const char *message_id, const char *event,
+                                const char *what, const Decision *d, const char *inputs) {
+        _cleanup_free_ char *mine = inputs ? NULL : format_inputs(c), *extra = NULL;
         const char *reason = startswith(d->reason, "held: ") ?: d->reason;
         char ledger[160];
+
+        inputs = inputs ?: mine;
 
         format_ledger(&d->ledger, &c->policy, ledger, sizeof ledger);
         if (asprintf(&extra, "EP_DECISION=%s\nEP_INPUTS=%s\nEP_LEDGER=%s\nEP_REASON=%s",
@@ -172,6 +174,11 @@ static void journal_decision(Capacity *c, int level, const char *message_id, con
                 extra = NULL;
         log_struct(level, LOG_FIELDS(.message_id = message_id, .event = event, .worker = MAX(d->worker, 0), .extra = extra),
                    "%s: %s | inputs: %s | ledger: %s", what, reason, strempty(inputs), ledger);
+}
+
+static void journal_decision(Capacity *c, int level, const char *message_id, const char *event, const char *what,
+                             const Decision *d) {
+        journal_decision_of(c, level, message_id, event, what, d, NULL);
 }
 
 /* Holds are journaled when they begin or change, not on every report that confirms them. A WAIT (a spawn
@@ -267,6 +274,7 @@ static bool culprit_is_new(const PolicyInput *in, int worker) {
 
 /* The worker compaction chose still has users: the drain service moves them off first. */
 static void drain(Capacity *c, Decision *d) {
+        _cleanup_free_ char *inputs = NULL;
         char why[sizeof d->reason];
         int r;
 
@@ -274,11 +282,12 @@ static void drain(Capacity *c, Decision *d) {
                 set_hold(c, &c->compaction_hold, "compaction", d);
                 return;
         }
+        inputs = format_inputs(c); /* as they were when decided, before the drain marks its worker */
         r = c->actions.drain((unsigned) d->worker, d, why, sizeof why, c->actions.userdata);
         if (r >= 0) {
                 clear_hold(c, &c->compaction_hold, "compaction");
-                journal_decision(c, LOG_INFO, MESSAGE_ID_COMPACT, "compact",
-                                 "Compaction: draining a worker by live moves", d);
+                journal_decision_of(c, LOG_INFO, MESSAGE_ID_COMPACT, "compact",
+                                    "Compaction: draining a worker by live moves", d, inputs);
                 return;
         }
         d->kind = DECISION_WAIT;

@@ -127,9 +127,9 @@ static Step step_once(Compaction *c, usec_t now) {
         if (!u)
                 return STEP_DONE; /* the rest move or are left be for now: a later step */
 
-        /* admission's pick; with no other worker left but the reception, the reception: the ledger
-         * vouched that the users fit on the survivors */
-        i = policy_admit(&in, &c->capacity->policy, &over);
+        /* admission's pick (not the next to be drained); with no other worker left but the reception, the
+         * reception: the ledger vouched that the users fit on the survivors */
+        i = policy_drain_target(&in, &c->capacity->policy, &over);
         if (i < 0 || (over && !in.workers[i].reception)) {
                 drain_stop(c, "no other worker is under admission_threshold", false, now);
                 return STEP_DONE;

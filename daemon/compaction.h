@@ -5,8 +5,9 @@
  * back; while it still has users, this service drains it, one drain at a time:
  *
  *   evacuate (it takes no new users and keeps serving the ones it has) -> move its users one at a time,
- *   each to the worker admission picks at that moment -> no user left: retire it (its open requests
- *   finish, SIGTERM, grace, SIGKILL, its place removed)
+ *   each to the worker admission picks at that moment (but not the one the next drain would take, while
+ *   another has room: policy_drain_target()) -> no user left: retire it (its open requests finish,
+ *   SIGTERM, grace, SIGKILL, its place removed)
  *
  * Before each move the drain checks what it rests on (policy_drain_check()): a reading missing or stale,
  * load that rose, or a pool that grows stops it and puts the worker back into placement; the next ledger

@@ -421,6 +421,34 @@ int policy_admit(const PolicyInput *in, const PolicyParams *p, bool *ret_over) {
         return (int) best;
 }
 
+int policy_drain_target(const PolicyInput *in, const PolicyParams *p, bool *ret_over) {
+        bool over = true;
+        ssize_t other = -1;
+        Survey s;
+        Ledger l;
+        int i;
+
+        i = policy_admit(in, p, &over);
+        if (ret_over)
+                *ret_over = over;
+        survey(in, p, &s);
+        ledger_from_survey(&s, p, &l);
+        if (i < 0 || over || &in->workers[i] != s.least || l.headroom <= l.threshold)
+                return i;
+        /* admission's pick is the worker the next compaction takes: the least occupied other one with
+         * room instead, when there is one */
+        for (size_t j = 0; j < in->n_workers; j++) {
+                const PolicyWorker *w = &in->workers[j];
+
+                if (w == s.least || !policy_worker_takes_users(w) || w->reception || !policy_worker_judgeable(w) ||
+                    w->occupancy >= p->admission_threshold)
+                        continue;
+                if (other < 0 || w->occupancy < in->workers[other].occupancy)
+                        other = (ssize_t) j;
+        }
+        return other >= 0 ? (int) other : i;
+}
+
 int policy_place(const PolicyInput *in, const PolicyParams *p, size_t current, bool *ret_over) {
         ssize_t reception = -1, sole = -1;
         size_t takers = 0;

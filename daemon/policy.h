@@ -149,6 +149,12 @@ int policy_place(const PolicyInput *in, const PolicyParams *p, size_t current, b
  * included). Retiring workers take no users: -ENOENT when only they are routable. */
 int policy_admit(const PolicyInput *in, const PolicyParams *p, bool *ret_over);
 
+/* Where a drain moves its next user: admission's pick (policy_admit(), the drained worker retiring in
+ * `in`), unless the survivors' ledger still calls for another compaction and that pick is the worker it
+ * would take (the least occupied non-reception one): then the least occupied other worker with room,
+ * when there is one, so that a user is not moved onto the next worker to be drained. */
+int policy_drain_target(const PolicyInput *in, const PolicyParams *p, bool *ret_over);
+
 /* ---- ACCOUNT: the pool in O(1) per report ----
  * What the policies look at in the whole pool, kept as running sums of each worker's share, so that a
  * report costs the same with 1 000 workers as with 3. A worker's share is a pure function of the

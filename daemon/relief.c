@@ -131,10 +131,16 @@ static void round_begin(Relief *r, Worker *w, ReliefWorker *rw, usec_t now) {
         char span[32];
         int i;
 
+        double share;
+
         capacity_policy_input(r->capacity, &in);
         i = policy_admit(&in, &r->capacity->policy, &over);
         if (i < 0 || over || in.workers[i].id == w->id)
                 return; /* nobody has room: growing the pool is scale-up's */
+        /* a round that could move nobody is no round: it would only put the next one off by a period */
+        if (!heaviest_fitting(r, w->id, w->reading.occupancy.value, threshold(r) - in.workers[i].occupancy, now,
+                              &share))
+                return;
         (void) format_timespan(span, sizeof span, now - rw->over_since);
         /* the next round counts from readings taken after this one: its smoothed reading lags the moves */
         rw->over_since = 0;

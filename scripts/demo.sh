@@ -87,7 +87,7 @@ trap ':' INT TERM
 # every few seconds once the load is gone. max_workers keeps the pool within what 2 cores can show.
 cat >"$tmp/demo.conf" <<EOF
 [worker]
-exec = $worker --threads 4
+exec = $worker --threads 4 --user-blob-size 4K
 
 [pool]
 max_workers = 4

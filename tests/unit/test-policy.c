@@ -564,6 +564,32 @@ static void test_policy_drain_check(void **state) {
         }
 }
 
+/* A drain's target is admission's pick, but not the worker the next compaction takes while the
+ * survivors' ledger still calls for one and another worker has room: users do not hop from drain to
+ * drain. */
+static void test_policy_drain_target(void **state) {
+        const PolicyWorker more[] = {RECEPTION(1, 0.05), FRESH(2, 0.1), FRESH(3, 0.3), RETIRING(4, 0.0),
+                                     FRESH(5, 0.2)};
+        const PolicyWorker last[] = {RECEPTION(1, 0.05), FRESH(2, 0.1), FRESH(3, 0.81), RETIRING(4, 0.0)};
+        const PolicyWorker settled[] = {RECEPTION(1, 0.4), FRESH(2, 0.3), FRESH(3, 0.6), RETIRING(4, 0.0)};
+        PolicyParams p = defaults;
+        PolicyInput in = INPUT(more);
+        bool over = true;
+
+        /* C = 2.9, O = 0.65: another compaction follows, of w2 (the least occupied): w5 instead */
+        assert_int_equal(in.workers[policy_drain_target(&in, &p, &over)].id, 5);
+        assert_false(over);
+        /* the next victim is the only one with room: it is still the target */
+        p.compaction_margin = 1.0;
+        in = INPUT(last);
+        assert_int_equal(in.workers[policy_drain_target(&in, &p, &over)].id, 2);
+        assert_false(over);
+        /* no further compaction on the ledger (H = 0.6): admission's pick, the least occupied */
+        p = defaults;
+        in = INPUT(settled);
+        assert_int_equal(in.workers[policy_drain_target(&in, &p, &over)].id, 2);
+}
+
 /* The ledger's promise, on random pools: whatever compaction picks is never the reception, and once
  * that worker is gone and its load sits on the survivors (O unchanged, one worker fewer), H stays over
  * (margin - 1) x admission_threshold = 0.4: the survivors never come out of it short of room. The drain
@@ -952,6 +978,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_freshness_to_string),
                 cmocka_unit_test(test_policy_drain_check),
+                cmocka_unit_test(test_policy_drain_target),
                 cmocka_unit_test(test_policy_compaction_ledger_property),
                 cmocka_unit_test(test_decision_kind_to_string),
                 cmocka_unit_test(test_policy_scale_up_group_of_one),
