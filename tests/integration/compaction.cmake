@@ -1,0 +1,8 @@
+# Compaction by live moves with real users: a real commander, real demo workers in cgroup v2 leaves, the
+# users of tests/integration/compaction-users.py. tests/integration/compaction-*.sh
+foreach(t 40-users)
+        ep_integration_test(compaction-${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/compaction-${t}.sh TIMEOUT 120
+                LABELS compaction)
+        # the pool grows and shrinks on measured occupancy: alone on the machine
+        set_tests_properties(integration/compaction-${t} PROPERTIES RUN_SERIAL TRUE)
+endforeach()
