@@ -16,7 +16,7 @@ fe_config "$DEMO_WORKER --threads 2 --user-blob-size 64K" pool.min_workers=1 poo
 fe_start
 
 rc=0
-"$EP_PYTHON" "$FE_DIR/compaction-users.py" "$EP_ADDR" "$EP_RUN/status.json" --users 40 --timeout 60 \
+"$EP_PYTHON" "$FE_DIR/compaction-users.py" "$EP_ADDR" "$EP_RUN/status.json" --users 40 --think-ms 30 --timeout 60 \
         >"$EP_TMP/client.out" 2>"$EP_TMP/client.err" || rc=$?
 cat "$EP_TMP/client.out"
 if ((rc != 0)); then
@@ -33,10 +33,11 @@ moved=$(grep -E 'Compaction: w[0-9]+ drained: [0-9]+ users moved' "$EP_LOG" |
 ((moved >= 1)) || fail "no drain that moved users: $(grep -m3 'Compaction:' "$EP_LOG" | cut -c1-300)"
 grep -E 'Compaction: (draining|w[0-9]+ drained)' "$EP_LOG" | cut -c1-200 | sed 's/^/# /'
 aborted=$(grep -cE 'Move [0-9]+ of user .* aborted' "$EP_LOG" || true)
+stopped=$(grep -cE 'Compaction: drain of w[0-9]+ stopped' "$EP_LOG" || true)
 # how often a drain's move met a user in the middle of a request (quiesce, then held requests released)
 held=$(grep -E 'Move [0-9]+ of user .*\(compaction; ' "$EP_LOG" | grep -cvE '; 0 held requests released' || true)
-note "$drains drains, $moved users moved by them, $aborted moves aborted (the users stayed and went on);" \
-        "$held drain moves released held requests"
+note "$drains drains ($stopped stopped and begun again), $moved users moved by them, $aborted moves aborted" \
+        "(the users stayed and went on); $held drain moves released held requests"
 n=$(status_get '["workers"].__len__()')
 ((n == 1)) || fail "status.json names $n workers at the end, want 1"
 commander_alive || fail "the commander died"
