@@ -2,14 +2,17 @@
 # SPDX-License-Identifier: MIT
 """Helpers of bench/move-pause.sh (never a test):
 
-  move-pause-helper.py sink SOCKET JSONL TEXT
+  move-pause-helper.py sink SOCKET RAW
       A stand-in for journald's native socket: binds SOCKET (a datagram socket, where sd_journal_send()
-      writes), and writes every entry it gets as one JSON line to JSONL (the fields, plus "t": the
-      CLOCK_REALTIME of arrival) and as one line to TEXT in the form the commander writes to stderr
-      ("HH:MM:SS.mmm elastic-pool@GROUP: [event wN] message"), so the same greps work on both; "t" is
-      when the entry was received, the text is written once 20 ms pass without a new entry. Runs until
-      killed. bench/move-pause.sh starts it inside a private mount namespace with a tmpfs on
-      /run/systemd, so the host's /run is never touched.
+      writes) and appends every entry it gets to RAW as it came, with the time it arrived
+      (CLOCK_REALTIME). It does nothing else, so that the sender never waits for it. Runs until killed.
+      bench/move-pause.sh starts it inside a private mount namespace with a tmpfs on /run/systemd, so
+      the host's /run is never touched.
+
+  move-pause-helper.py convert RAW JSONL TEXT
+      Follows RAW and writes each entry as one JSON line to JSONL (its fields, plus "t": when it
+      arrived) and as one line to TEXT in the form the commander writes to stderr ("HH:MM:SS.mmm
+      elastic-pool@GROUP: [event wN] message"), so the same greps work on both. Runs until killed.
 
   move-pause-helper.py users HOST:PORT PREFIX N [--concurrency C] [--state]
       Logs N new users PREFIX1..PREFIXN in through the front end (each login of a new user on a busy
@@ -59,6 +62,9 @@ def parse_entry(data):
     return fields
 
 
+RECORD = struct.Struct("<dI")  # arrival time (CLOCK_REALTIME), length of the entry that follows
+
+
 def sink(args):
     try:
         os.unlink(args.socket)
@@ -68,20 +74,14 @@ def sink(args):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     s.bind(args.socket)
     os.chmod(args.socket, 0o666)
-    out = open(args.jsonl, "a")
-    text = open(args.text, "a")
+    raw = os.open(args.raw, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
     fd_size = struct.calcsize("i")
-    pending = []
-    # The commander waits in sendmsg() once 10 datagrams are queued (net.unix.max_dgram_qlen), and on two
-    # CPUs every moment spent here may be a moment taken from it: while entries come, only receive them;
-    # decode and write them out once 20 ms pass without one (or 2 000 are waiting).
+    # The commander waits in sendmsg() once 10 datagrams are queued here (net.unix.max_dgram_qlen): this
+    # process only takes them off the socket and appends them, as they came, to RAW, one write() for all
+    # that were waiting; decoding them is the converter's work, in a process of its own.
     while True:
-        ready, _, _ = select.select([s], [], [], 0.02 if pending else None)
-        if not ready or len(pending) >= 2000:
-            write_entries(pending, out, text)
-            pending = []
-            if not ready:
-                continue
+        select.select([s], [], [])
+        batch = bytearray()
         while True:
             try:
                 data, anc, _, _ = s.recvmsg(1 << 20, socket.CMSG_SPACE(4 * fd_size), socket.MSG_DONTWAIT)
@@ -93,24 +93,45 @@ def sink(args):
                     for (fd,) in struct.iter_unpack("i", payload[:len(payload) - len(payload) % fd_size]):
                         with os.fdopen(fd, "rb") as f:
                             data = f.read()
-            pending.append((time.time(), data))
+            batch += RECORD.pack(time.time(), len(data)) + data
+        if batch:
+            os.write(raw, batch)
 
 
-def write_entries(pending, out, text):
-    for now, data in pending:
-        e = parse_entry(data)
-        e["t"] = now
-        out.write(json.dumps(e) + "\n")
-        tag = ""
-        if "EP_EVENT" in e:
-            tag = f"[{e['EP_EVENT']}{' ' + e['EP_WORKER'] if 'EP_WORKER' in e else ''}] "
-        prio = {"0": "EMERG: ", "1": "ALERT: ", "2": "CRIT: ", "3": "ERROR: ", "4": "WARNING: "}.get(
-            e.get("PRIORITY", "6"), "")
-        group = "@" + e["EP_GROUP"] if "EP_GROUP" in e else ""
-        text.write(f"{time.strftime('%H:%M:%S', time.localtime(now))}.{int(now * 1000) % 1000:03d} "
-                   f"{e.get('SYSLOG_IDENTIFIER', '?')}{group}: {prio}{tag}{e.get('MESSAGE', '')}\n")
-    out.flush()
-    text.flush()
+def convert(args):
+    """Follows RAW as the sink appends to it; writes JSONL and TEXT, flushed whenever RAW has no more."""
+    out = open(args.jsonl, "a")
+    text = open(args.text, "a")
+    with open(args.raw, "rb") as f:
+        buf = b""
+        while True:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                out.flush()
+                text.flush()
+                time.sleep(0.01)
+                continue
+            buf += chunk
+            while len(buf) >= RECORD.size:
+                now, size = RECORD.unpack_from(buf)
+                if len(buf) < RECORD.size + size:
+                    break
+                write_entry(now, buf[RECORD.size:RECORD.size + size], out, text)
+                buf = buf[RECORD.size + size:]
+
+
+def write_entry(now, data, out, text):
+    e = parse_entry(data)
+    e["t"] = now
+    out.write(json.dumps(e) + "\n")
+    tag = ""
+    if "EP_EVENT" in e:
+        tag = f"[{e['EP_EVENT']}{' ' + e['EP_WORKER'] if 'EP_WORKER' in e else ''}] "
+    prio = {"0": "EMERG: ", "1": "ALERT: ", "2": "CRIT: ", "3": "ERROR: ", "4": "WARNING: "}.get(
+        e.get("PRIORITY", "6"), "")
+    group = "@" + e["EP_GROUP"] if "EP_GROUP" in e else ""
+    text.write(f"{time.strftime('%H:%M:%S', time.localtime(now))}.{int(now * 1000) % 1000:03d} "
+               f"{e.get('SYSLOG_IDENTIFIER', '?')}{group}: {prio}{tag}{e.get('MESSAGE', '')}\n")
 
 
 def users(args):
@@ -223,8 +244,11 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("sink")
     s.add_argument("socket")
-    s.add_argument("jsonl")
-    s.add_argument("text")
+    s.add_argument("raw")
+    c = sub.add_parser("convert")
+    c.add_argument("raw")
+    c.add_argument("jsonl")
+    c.add_argument("text")
     u = sub.add_parser("users")
     u.add_argument("addr")
     u.add_argument("prefix")
@@ -240,6 +264,8 @@ def main():
         return moves(args)
     if args.cmd == "sink":
         return sink(args)
+    if args.cmd == "convert":
+        return convert(args)
     return users(args)
 
 

@@ -199,7 +199,7 @@ reception_threshold = 0.01"
         local cmd=("$commander" --group "bench-$name" --config "$work/$name.conf" --runtime-dir "$work/run-$name"
                 --state-dir "$work/state-$name")
         if [[ $source == journal ]]; then
-                # the sink in the clients' leaf, the commander in the pool's; both in the namespace
+                # the sink (and its converter) in the clients' leaf, the commander in the pool's; all in the namespace
                 unshare --mount --propagation private -- bash -c '
                         set -e
                         clients=$1 pool=$2 dir=$3 helper=$4 jsonl=$5 text=$6
@@ -207,8 +207,11 @@ reception_threshold = 0.01"
                         mount -t tmpfs -o mode=755 tmpfs "$dir"
                         mkdir -p /run/systemd/journal
                         echo $$ >"$clients/cgroup.procs"
-                        /usr/bin/python3 "$helper" sink /run/systemd/journal/socket "$jsonl" "$text" &
+                        : >"$jsonl.raw"
+                        /usr/bin/python3 "$helper" sink /run/systemd/journal/socket "$jsonl.raw" &
                         echo $! >"$jsonl.sink-pid"
+                        /usr/bin/python3 "$helper" convert "$jsonl.raw" "$jsonl" "$text" &
+                        echo $! >"$jsonl.convert-pid"
                         for _ in $(seq 200); do [[ -S /run/systemd/journal/socket ]] && break; sleep 0.01; done
                         echo $$ >"$pool/cgroup.procs"
                         EP_LOG_TARGET=journal exec "$@"' \
@@ -402,7 +405,7 @@ if ((rounds > 0)); then
         for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
         for p in "${pids[@]}"; do stop_pid "$p"; done
         pids=()
-        for f in "$work"/*.sink-pid; do [[ -f $f ]] && kill -TERM "$(cat "$f")" 2>/dev/null; rm -f "$f"; done
+        for f in "$work"/*-pid; do [[ -f $f ]] && kill -TERM "$(cat "$f")" 2>/dev/null; rm -f "$f"; done
 fi
 
 # ---- compaction of a worker holding many users ----
