@@ -310,11 +310,11 @@ round() {
         [[ -n $lg ]] && stop_pid "$lg" INT
         # every move of the round has its end journaled before its held /state is released
         local deadline=$((SECONDS + 10))
-        until (($(pauses "$name" "$prefix[0-9]+" | wc -l) >= moves)); do
+        until (($(pauses "$name" "${prefix}[0-9]+" | wc -l) >= moves)); do
                 ((SECONDS < deadline)) || break
                 sleep 0.05
         done
-        pauses "$name" "$prefix[0-9]+" >"$work/$name-$load-$r.moves"
+        pauses "$name" "${prefix}[0-9]+" >"$work/$name-$load-$r.moves"
         local other steal mark
         read -r other steal mark < <(awk -v m0="$m0" -v m1="$m1" -v s0="$s0" -v s1="$s1" -v c0="$c0" -v c1="$c1" \
                 -v hz="$hz" -v el=$(((t1 - t0) / 1000)) 'BEGIN {
@@ -429,7 +429,7 @@ until (($(status_py "$name" '[w for w in d["workers"] if w["name"] == "w2"][0]["
         ((SECONDS < deadline)) || fail "w2 never held $drain_users users: $(status_py "$name" 'd["workers"]')"
         sleep 0.1
 done
-echo "# $drain_users users logged in and passed on to w2 in $(((($(date +%s%N) - t0) / 1000000)))ms"
+echo "# $drain_users users logged in and passed on to w2 in $((($(date +%s%N) - t0) / 1000000))ms"
 for p in "${guest_pids[@]}"; do stop_pid "$p"; done
 read -r m0 s0 <<<"$(machine_ticks)"; c0=$(cg_usec); t0=$(date +%s%N)
 if ! wait_log 120 "$work/$name.log" 'Compaction: w2 drained'; then
