@@ -287,12 +287,21 @@ round() {
                         --duration 1h --think "$load_think" --cpu-ms "$load_cpu_ms" --mix 1:1 --user-prefix "lg${r}u" \
                         --max-errors 1000000 --quiet
                 lg=$last_pid
-                # its users are logged in (passed on to w2) before the moves are measured
-                local deadline=$((SECONDS + 30))
-                until (($(pauses "$name" "lg${r}u[0-9]+" | grep -c ' done ') >= load_users)); do
-                        ((SECONDS < deadline)) || fail "the load generator's users did not all reach w2"
+                # its users are logged in and their moves (to the other worker) over before the moves are
+                # measured
+                local deadline=$((SECONDS + 30)) failed_moves
+                until (($(pauses "$name" "lg${r}u[0-9]+" | wc -l) >= load_users)); do
+                        if ((SECONDS >= deadline)); then
+                                tail -n 5 "$work/$name-loadgen-$r.log" >&2
+                                fail "$size round $r: $(grep -cE "User lg${r}u[0-9]+ logged in" "$work/$name.log") of the" \
+                                        "load generator's $load_users users logged in, $(pauses "$name" "lg${r}u[0-9]+" | wc -l)" \
+                                        "of their moves ended within 30 s"
+                        fi
                         sleep 0.1
                 done
+                failed_moves=$(pauses "$name" "lg${r}u[0-9]+" | awk '$6 != "done"' | wc -l)
+                ((failed_moves == 0)) || echo "# $size round $r: $failed_moves of the load generator's moves failed (those users stay on" \
+                        "the reception)"
                 # and the readings show their load: three more reports of each worker (smoothing_rows = 2)
                 local reports
                 reports=$(status_py "$name" 'd["counters"]["reports"]')
