@@ -135,6 +135,7 @@ static Step step_once(Compaction *c, usec_t now) {
                 return STEP_DONE;
         }
         c->drain.moving = true;
+        c->drain.move_id = 0;
         r = move_start_or_repoint(c->moves, u, in.workers[i].id, c->drain.why, now);
         if (r == -EOPNOTSUPP) {
                 c->drain.moving = false;
@@ -151,7 +152,10 @@ static Step step_once(Compaction *c, usec_t now) {
                 return STEP_CONTINUE;
         }
         /* a re-point of a quiet user ends inside move_start_or_repoint() */
-        return c->drain.moving ? STEP_DONE : STEP_CONTINUE;
+        if (!c->drain.moving)
+                return STEP_CONTINUE;
+        c->drain.move_id = u->move ? u->move->id : 0;
+        return STEP_DONE;
 }
 
 void compaction_step(Compaction *c, usec_t now) {
@@ -167,7 +171,9 @@ void compaction_move_ended(Compaction *c, const MoveEnd *e, usec_t now) {
         SurfaceUser *u;
         char why[400];
 
-        if (c->drain.worker == 0 || e->from != c->drain.worker)
+        /* only the drain's own move: the operator may move a user of the drained worker meanwhile */
+        if (c->drain.worker == 0 || !c->drain.moving || e->from != c->drain.worker ||
+            (c->drain.move_id != 0 && e->id != c->drain.move_id))
                 return;
         c->drain.moving = false;
         if (e->switched) {

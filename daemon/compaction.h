@@ -34,6 +34,7 @@ typedef struct Drain {
         usec_t started;
         bool asked;        /* by the operator: bound by readings and admission, not by the ledger */
         bool moving;       /* a move off it is under way: the next waits for its end */
+        uint64_t move_id;  /* that move (0 until move_start returned: it may end inside) */
         unsigned users_at_start, moved, repointed, deferred;
 } Drain;
 

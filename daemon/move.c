@@ -264,6 +264,7 @@ static void on_package(Moves *m, unsigned worker, const ElasticPool__Package *p,
         Frame f = ELASTIC_POOL__FRAME__INIT;
         Move *mv = p->has_move_id ? find(m, p->move_id) : NULL;
         char why[256];
+        int r;
 
         if (!mv || mv->state != MOVE_SNAPSHOT || worker != mv->from) {
                 log_debug("Ignoring a stray package from w%u (move %llu)", worker,
@@ -284,7 +285,11 @@ static void on_package(Moves *m, unsigned worker, const ElasticPool__Package *p,
         install.blob = p->blob;
         f.body_case = ELASTIC_POOL__FRAME__BODY_INSTALL;
         f.install = &install;
-        if (send_frame(m, mv->to, &f) < 0)
+        r = send_frame(m, mv->to, &f);
+        /* a channel backed up (channel.c queues at most 64 MiB) is a slow target, not a broken one */
+        if (r == -ENOBUFS)
+                abort_move(mv, false, "the target worker's channel is backed up (too much queued for it)", now);
+        else if (r < 0)
                 abort_move(mv, true, "cannot reach the target worker's channel", now);
 }
 

@@ -117,9 +117,10 @@ void policy_compaction(const PolicyInput *in, const PolicyParams *p, Decision *r
 
 /* A drain under way: `draining` (retiring in `in`, its users moving to the survivors) goes on
  * (WAIT_MOVES on it) while every routable reading is FRESH (else HELD) and the survivors' ledger keeps
- * H > (margin - 1) * admission_threshold, what compaction promised; NONE, with the reason, stops it: the
- * load rose, a spawn is in flight (the pool grows), the survivors would fall under min_workers, or
- * `draining` is gone or became the reception. The Decision's ledger is the survivors'. */
+ * H > 0 (compaction began it with H > (margin - 1) * admission_threshold for them: the band between is
+ * hysteresis); NONE, with the reason, stops it: the load rose, a spawn is in flight (the pool grows), the
+ * survivors would fall under min_workers, or `draining` is gone or became the reception. The
+ * Decision's ledger is the survivors'. */
 void policy_drain_check(const PolicyInput *in, const PolicyParams *p, unsigned draining, Decision *ret);
 
 /* The HELD decision compaction takes on w, a routable worker whose reading is not FRESH, at now: what

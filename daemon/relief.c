@@ -104,6 +104,7 @@ static Step step_once(Relief *r, usec_t now) {
         }
         snprintf(why, sizeof why, "relief: w%u over admission_threshold", rd->from);
         rd->moving = true;
+        rd->move_id = 0;
         k = move_start_or_repoint(r->moves, u, rd->to, why, now);
         if (k < 0) {
                 rd->moving = false;
@@ -113,7 +114,10 @@ static Step step_once(Relief *r, usec_t now) {
         }
         rd->from_projected -= share;
         rd->to_projected += share;
-        return rd->moving ? STEP_DONE : STEP_CONTINUE;
+        if (!rd->moving)
+                return STEP_CONTINUE;
+        rd->move_id = u->move ? u->move->id : 0;
+        return STEP_DONE;
 }
 
 static void step(Relief *r, usec_t now) {
@@ -184,7 +188,7 @@ void relief_report(Relief *r, Worker *w, bool draining, usec_t now) {
 void relief_move_ended(Relief *r, const MoveEnd *e, usec_t now) {
         ReliefRound *rd = &r->round;
 
-        if (rd->from == 0 || !rd->moving || e->from != rd->from)
+        if (rd->from == 0 || !rd->moving || e->from != rd->from || (rd->move_id != 0 && e->id != rd->move_id))
                 return;
         rd->moving = false;
         if (!e->switched) {

@@ -31,6 +31,7 @@ typedef struct ReliefRound {
         double from_projected; /* occupancies as they will be once the moves made so far show */
         double to_projected;
         bool moving;           /* a move of the round is under way */
+        uint64_t move_id;      /* that move (0 until move_start returned: it may end inside) */
         unsigned moved;
 } ReliefRound;
 

@@ -183,16 +183,16 @@ static void test_compaction_drain_held_puts_worker_back(void **state) {
         assert_non_null(strstr(m->capacity.compaction_hold.reason, "w2"));
 }
 
-/* Load that rises during the drain (the survivors would be left with H <= 0.4) stops it. */
+/* Load that rises during the drain (the survivors would be over their thresholds) stops it. */
 static void test_compaction_drain_stops_when_load_rises(void **state) {
         pool_of_three(3, 0.30);
         (void) complete_move(w3, w2);
         frame_free(read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST));
-        /* O = 0.45 + 0.75 + 0.05 once the windows (6 rows) hold nothing else: without w3 C = 1.3,
-         * H = 0.05 */
+        /* O = 0.55 + 0.85 + 0.05 once the windows (6 rows) hold nothing else: without w3 C = 1.3,
+         * H = -0.15: the survivors would be over their thresholds */
         for (unsigned k = 0; k < 6; k++) {
                 fixture_advance(USEC_PER_SEC);
-                report_all(0.45, 0.75, 0.05);
+                report_all(0.55, 0.85, 0.05);
         }
         assert_int_equal(m->compaction.drain.worker, w3->id); /* a move is under way: it ends first */
         fixture_advance(10 * USEC_PER_SEC);
@@ -365,6 +365,40 @@ static void test_compaction_operator_entry_points(void **state) {
         assert_int_equal(w3->state, WORKER_STOPPING);
 }
 
+/* The operator moves a user off the drained worker while the drain's own move runs: the drain counts
+ * and waits on its own move only. */
+static void test_compaction_operator_move_during_a_drain(void **state) {
+        Frame *mine, *theirs;
+        const char *other = NULL;
+        SurfaceUser *u;
+
+        pool_of_three(3, 0.30);
+        mine = read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
+        for (size_t i = 0; (u = surface_next_user(&m->surface, &i));)
+                if (u->worker == w3->id && !u->move)
+                        other = u->name;
+        assert_non_null(other);
+        assert_int_equal(compaction_move_user(&m->compaction, other, w1->id, fixture_now), 0);
+        theirs = read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
+        package(w3, theirs->snapshot_request->move_id, "state", NULL);
+        frame_free(read_frame(w1, ELASTIC_POOL__FRAME__BODY_INSTALL));
+        install_result(w1, theirs->snapshot_request->move_id, true, NULL);
+        frame_free(read_frame(w3, ELASTIC_POOL__FRAME__BODY_DROP));
+        assert_true(m->compaction.drain.moving); /* still waiting on its own */
+        assert_int_equal(m->compaction.drain.moved, 0);
+        assert_false(frame_pending(w3));          /* and not starting a second one */
+
+        package(w3, mine->snapshot_request->move_id, "state", NULL);
+        frame_free(read_frame(w2, ELASTIC_POOL__FRAME__BODY_INSTALL));
+        install_result(w2, mine->snapshot_request->move_id, true, NULL);
+        frame_free(read_frame(w3, ELASTIC_POOL__FRAME__BODY_DROP));
+        assert_int_equal(m->compaction.drain.moved, 1);
+        frame_free(mine);
+        frame_free(theirs);
+        (void) complete_move(w3, w2); /* the last one */
+        assert_int_equal(w3->state, WORKER_STOPPING);
+}
+
 /* Users without a request for user_expiry leave the surface and their worker drops them; a user with a
  * request open, or seen lately, stays. */
 static void test_compaction_idle_users_expire(void **state) {
@@ -402,6 +436,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_compaction_repoints_stateless_users, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_compaction_drains_onto_the_reception, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_compaction_operator_entry_points, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compaction_operator_move_during_a_drain, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_compaction_idle_users_expire, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -521,9 +521,10 @@ static void test_policy_compaction_with_users_waits_for_moves(void **state) {
         assert_reason(&d, "H=1.400 > 1.200");
 }
 
-/* A drain under way (w3 retiring, its users moving): it goes on while the survivors keep what
- * compaction promised, H > (margin - 1) x admission = 0.4; it stops on load that rose, a growing pool,
- * the min_workers floor, or a drained worker that is gone; it is held on any reading not fresh. */
+/* A drain under way (w3 retiring, its users moving): it goes on while the survivors stay under their
+ * thresholds (H > 0; it began with H > (margin - 1) x admission = 0.4); it stops on load that rose, a
+ * growing pool, the min_workers floor, or a drained worker that is gone; it is held on any reading not
+ * fresh. */
 static void test_policy_drain_check(void **state) {
         static const struct {
                 const char *name;
@@ -534,9 +535,11 @@ static void test_policy_drain_check(void **state) {
                 const char *reason;
         } cases[] = {
                 { "survivors keep room", { RECEPTION(1, 0.1), FRESH(2, 0.3), RETIRING(3, 0.2) }, 3, 1,
-                  DECISION_WAIT_MOVES, "w3 drains: without it H=0.700 > 0.400" },
-                { "the load rose", { RECEPTION(1, 0.4), FRESH(2, 0.5), RETIRING(3, 0.1) }, 3, 1, DECISION_NONE,
-                  "the load rose: without w3 H=0.300 <= 0.400" },
+                  DECISION_WAIT_MOVES, "w3 drains: without it H=0.700 > 0" },
+                { "in the band", { RECEPTION(1, 0.4), FRESH(2, 0.5), RETIRING(3, 0.1) }, 3, 1, DECISION_WAIT_MOVES,
+                  "without it H=0.300 > 0" },
+                { "the load rose", { RECEPTION(1, 0.5), FRESH(2, 0.75), RETIRING(3, 0.1) }, 3, 1, DECISION_NONE,
+                  "the load rose: without w3 H=-0.050 <= 0" },
                 { "a spawn in flight", { RECEPTION(1, 0.1), FRESH(2, 0.1), RETIRING(3, 0.1), INFLIGHT(4) }, 4, 1,
                   DECISION_NONE, "the pool grows: w4 spawn in flight" },
                 { "a stale survivor", { RECEPTION(1, 0.1), STALE(2, 0.1), RETIRING(3, 0.1) }, 3, 1, DECISION_HELD,
@@ -548,7 +551,7 @@ static void test_policy_drain_check(void **state) {
                   "under min_workers=3" },
                 { "gone", { RECEPTION(1, 0.1), FRESH(2, 0.1) }, 2, 1, DECISION_NONE, "w3 cannot be drained" },
                 { "onto the reception alone", { RECEPTION(1, 0.05), RETIRING(3, 0.0) }, 2, 1, DECISION_WAIT_MOVES,
-                  "H=0.450 > 0.400" },
+                  "H=0.450 > 0" },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
