@@ -285,9 +285,11 @@ static void drain(Capacity *c, Decision *d) {
         inputs = format_inputs(c); /* as they were when decided, before the drain marks its worker */
         r = c->actions.drain((unsigned) d->worker, d, why, sizeof why, c->actions.userdata);
         if (r >= 0) {
+                char what[64];
+
                 clear_hold(c, &c->compaction_hold, "compaction");
-                journal_decision_of(c, LOG_INFO, MESSAGE_ID_COMPACT, "compact",
-                                    "Compaction: draining a worker by live moves", d, inputs);
+                snprintf(what, sizeof what, "Compaction: draining w%d by live moves", d->worker);
+                journal_decision_of(c, LOG_INFO, MESSAGE_ID_COMPACT, "compact", what, d, inputs);
                 return;
         }
         d->kind = DECISION_WAIT;
