@@ -155,6 +155,54 @@ void fixture_hello(Worker *w, uint64_t interval_usec, uint32_t protocol) {
         pool_handle_frame(w, &f);
 }
 
+bool fixture_frame_pending(const Worker *w) {
+        char c;
+
+        return recv(peers[w->id], &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+Frame *fixture_read_frame(const Worker *w, ElasticPool__Frame__BodyCase expect) {
+        FrameDecoder d;
+        uint8_t byte;
+        Frame *f = NULL;
+        size_t used = 0;
+        ssize_t n;
+
+        /* a byte at a time: exactly one frame is taken, the next stays for the next call */
+        frame_decoder_init(&d, 0);
+        do {
+                n = recv(peers[w->id], &byte, 1, MSG_DONTWAIT);
+                CHECK_EXPLAINED(n == 1, "w%u: no frame waiting (expected body %d)", w->id, (int) expect);
+        } while (frame_decoder_feed(&d, &byte, 1, &used, &f) != 1);
+        frame_decoder_done(&d);
+        CHECK_EXPLAINED(f->body_case == expect, "w%u sent a %s frame, expected body %d", w->id, frame_body_name(f),
+                        (int) expect);
+        return f;
+}
+
+void fixture_package(Worker *from, uint64_t move_id, const char *blob, const char *error) {
+        ElasticPool__Package p = ELASTIC_POOL__PACKAGE__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+
+        p.has_move_id = true, p.move_id = move_id;
+        if (blob)
+                p.has_blob = true, p.blob = (ProtobufCBinaryData) { strlen(blob), (uint8_t *) blob };
+        p.error = (char *) error;
+        f.body_case = ELASTIC_POOL__FRAME__BODY_PACKAGE, f.package = &p;
+        pool_handle_frame(from, &f);
+}
+
+void fixture_install_result(Worker *to, uint64_t move_id, bool ok, const char *error) {
+        ElasticPool__InstallResult r = ELASTIC_POOL__INSTALL_RESULT__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+
+        r.has_move_id = true, r.move_id = move_id;
+        r.has_ok = true, r.ok = ok;
+        r.error = (char *) error;
+        f.body_case = ELASTIC_POOL__FRAME__BODY_INSTALL_RESULT, f.install_result = &r;
+        pool_handle_frame(to, &f);
+}
+
 void fixture_close_channel(Worker *w) {
         w->channel = channel_free(w->channel);
         w->channel_closed_at = fixture_now;

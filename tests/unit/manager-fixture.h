@@ -57,6 +57,16 @@ void fixture_report(Worker *w, FixtureReading r);
 /* A Hello with the given interval (0: none announced) and protocol version. */
 void fixture_hello(Worker *w, uint64_t interval_usec, uint32_t protocol);
 
+/* What w's worker would read: the next frame on the peer end of its channel, which must be of body
+ * `expect` (the caller frees it), and whether any byte waits there. */
+Frame *fixture_read_frame(const Worker *w, ElasticPool__Frame__BodyCase expect);
+bool fixture_frame_pending(const Worker *w);
+
+/* A worker's answers to a move, delivered through pool_handle_frame(): a Package of blob (NULL: none,
+ * with error) and an InstallResult. */
+void fixture_package(Worker *from, uint64_t move_id, const char *blob, const char *error);
+void fixture_install_result(Worker *to, uint64_t move_id, bool ok, const char *error);
+
 /* The channel closed (EOF, bad frame) as pool.c records it: freed, closed_at now, summary invalid. */
 void fixture_close_channel(Worker *w);
 

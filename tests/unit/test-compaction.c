@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -60,76 +59,23 @@ static void report_all(double cpu1, double cpu2, double cpu3) {
         fixture_report(w3, READING(.cpu = cpu3));
 }
 
-static bool frame_pending(const Worker *w) {
-        char c;
-
-        return recv(fixture_peer(w), &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
-}
-
-/* The next frame the worker's end of w's channel holds (the caller frees it). */
-static Frame *read_frame(const Worker *w, ElasticPool__Frame__BodyCase expect) {
-        FrameDecoder d;
-        uint8_t buf[4096];
-        Frame *f = NULL;
-        size_t used = 0, have = 0;
-        ssize_t n;
-
-        /* one frame at a time: peek its length prefix first, then read exactly it */
-        frame_decoder_init(&d, 0);
-        for (;;) {
-                n = recv(fixture_peer(w), buf + have, 1, MSG_DONTWAIT);
-                CHECK_EXPLAINED(n == 1, "w%u: no %s frame waiting", w->id,
-                                expect == ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST ? "SnapshotRequest" : "other");
-                have++;
-                if (frame_decoder_feed(&d, buf + have - 1, 1, &used, &f) == 1)
-                        break;
-        }
-        frame_decoder_done(&d);
-        CHECK_EXPLAINED(f->body_case == expect, "w%u sent a %s frame, expected body %d", w->id,
-                        frame_body_name(f), (int) expect);
-        return f;
-}
-
-static void package(Worker *from, uint64_t move_id, const char *blob, const char *error) {
-        ElasticPool__Package p = ELASTIC_POOL__PACKAGE__INIT;
-        Frame f = ELASTIC_POOL__FRAME__INIT;
-
-        p.has_move_id = true, p.move_id = move_id;
-        if (blob)
-                p.has_blob = true, p.blob = (ProtobufCBinaryData) { strlen(blob), (uint8_t *) blob };
-        p.error = (char *) error;
-        f.body_case = ELASTIC_POOL__FRAME__BODY_PACKAGE, f.package = &p;
-        pool_handle_frame(from, &f);
-}
-
-static void install_result(Worker *to, uint64_t move_id, bool ok, const char *error) {
-        ElasticPool__InstallResult r = ELASTIC_POOL__INSTALL_RESULT__INIT;
-        Frame f = ELASTIC_POOL__FRAME__INIT;
-
-        r.has_move_id = true, r.move_id = move_id;
-        r.has_ok = true, r.ok = ok;
-        r.error = (char *) error;
-        f.body_case = ELASTIC_POOL__FRAME__BODY_INSTALL_RESULT, f.install_result = &r;
-        pool_handle_frame(to, &f);
-}
-
 /* One live move of the drain, as the workers answer it: snapshot on `from`, install on `to`, drop on
  * `from`. Returns the user moved (a surface name, valid until it leaves). */
 static const char *complete_move(Worker *from, Worker *to) {
-        Frame *f = read_frame(from, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
+        Frame *f = fixture_read_frame(from, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
         uint64_t id = f->snapshot_request->move_id;
         SurfaceUser *u = surface_user_get(&m->surface, f->snapshot_request->user);
 
         assert_non_null(u);
         frame_free(f);
         /* one move at a time: nothing else was asked of the drained worker */
-        assert_false(frame_pending(from));
-        package(from, id, "state", NULL);
-        f = read_frame(to, ELASTIC_POOL__FRAME__BODY_INSTALL);
+        assert_false(fixture_frame_pending(from));
+        fixture_package(from, id, "state", NULL);
+        f = fixture_read_frame(to, ELASTIC_POOL__FRAME__BODY_INSTALL);
         assert_string_equal(f->install->user, u->name);
         frame_free(f);
-        install_result(to, id, true, NULL);
-        f = read_frame(from, ELASTIC_POOL__FRAME__BODY_DROP);
+        fixture_install_result(to, id, true, NULL);
+        f = fixture_read_frame(from, ELASTIC_POOL__FRAME__BODY_DROP);
         frame_free(f);
         assert_int_equal(u->worker, to->id);
         return u->name;
@@ -162,16 +108,16 @@ static void test_compaction_drain_held_puts_worker_back(void **state) {
 
         pool_of_three(3, 0.30);
         (void) complete_move(w3, w2);
-        f = read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST); /* the second move is under way */
+        f = fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST); /* the second move is under way */
         uint64_t id = f->snapshot_request->move_id;
         frame_free(f);
 
         fixture_advance(16 * USEC_PER_SEC); /* w2 silent past stale_after x interval = 15 s */
         fixture_report(w1, READING(.cpu = 0.05));
         fixture_report(w3, READING(.cpu = 0.02));
-        package(w3, id, "state", NULL);
-        frame_free(read_frame(w2, ELASTIC_POOL__FRAME__BODY_INSTALL));
-        install_result(w2, id, true, NULL);
+        fixture_package(w3, id, "state", NULL);
+        frame_free(fixture_read_frame(w2, ELASTIC_POOL__FRAME__BODY_INSTALL));
+        fixture_install_result(w2, id, true, NULL);
 
         assert_int_equal(m->compaction.drain.worker, 0);
         assert_false(w3->evacuating);
@@ -187,7 +133,7 @@ static void test_compaction_drain_held_puts_worker_back(void **state) {
 static void test_compaction_drain_stops_when_load_rises(void **state) {
         pool_of_three(3, 0.30);
         (void) complete_move(w3, w2);
-        frame_free(read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST));
+        frame_free(fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST));
         /* O = 0.55 + 0.85 + 0.05 once the windows (6 rows) hold nothing else: without w3 C = 1.3,
          * H = -0.15: the survivors would be over their thresholds */
         for (unsigned k = 0; k < 6; k++) {
@@ -210,13 +156,13 @@ static void test_compaction_failing_target_backs_off(void **state) {
         uint64_t id;
 
         pool_of_three(2, 0.30);
-        f = read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
+        f = fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
         id = f->snapshot_request->move_id;
         frame_free(f);
-        package(w3, id, "state", NULL);
-        frame_free(read_frame(w2, ELASTIC_POOL__FRAME__BODY_INSTALL));
-        install_result(w2, id, false, "disk full");
-        frame_free(read_frame(w2, ELASTIC_POOL__FRAME__BODY_DROP)); /* in case it installs after all */
+        fixture_package(w3, id, "state", NULL);
+        frame_free(fixture_read_frame(w2, ELASTIC_POOL__FRAME__BODY_INSTALL));
+        fixture_install_result(w2, id, false, "disk full");
+        frame_free(fixture_read_frame(w2, ELASTIC_POOL__FRAME__BODY_DROP)); /* in case it installs after all */
 
         assert_int_equal(m->compaction.drain.worker, 0);
         assert_false(w3->evacuating);
@@ -235,16 +181,16 @@ static void test_compaction_failing_target_backs_off(void **state) {
         fixture_advance(PERIOD);
         report_all(0.05, 0.30, 0.02);
         assert_int_equal(m->compaction.drain.worker, w3->id);
-        f = read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
+        f = fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
         id = f->snapshot_request->move_id;
         frame_free(f);
-        package(w3, id, "state", NULL);
-        frame_free(read_frame(w2, ELASTIC_POOL__FRAME__BODY_INSTALL));
+        fixture_package(w3, id, "state", NULL);
+        frame_free(fixture_read_frame(w2, ELASTIC_POOL__FRAME__BODY_INSTALL));
         fixture_advance(10 * USEC_PER_SEC);
         moves_expire(&m->moves, fixture_now); /* now w2 stays silent */
         assert_int_equal(m->compaction.failures, 2);
         assert_int_equal(m->compaction.backoff_until, fixture_now + 2 * PERIOD);
-        frame_free(read_frame(w2, ELASTIC_POOL__FRAME__BODY_DROP)); /* it must not keep a late copy */
+        frame_free(fixture_read_frame(w2, ELASTIC_POOL__FRAME__BODY_DROP)); /* it must not keep a late copy */
 }
 
 /* A user whose own move fails (its worker cannot snapshot it) is left be; the others move on. */
@@ -253,9 +199,9 @@ static void test_compaction_user_failure_defers_that_user(void **state) {
         char first[32];
 
         pool_of_three(3, 0.30);
-        f = read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
+        f = fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
         snprintf(first, sizeof first, "%s", f->snapshot_request->user);
-        package(w3, f->snapshot_request->move_id, NULL, "no such user");
+        fixture_package(w3, f->snapshot_request->move_id, NULL, "no such user");
         frame_free(f);
         assert_int_equal(m->compaction.drain.deferred, 1);
         (void) complete_move(w3, w2);
@@ -263,7 +209,7 @@ static void test_compaction_user_failure_defers_that_user(void **state) {
         /* only the deferred one is left: the drain waits for its back-off, asking nothing */
         assert_int_equal(surface_user_get(&m->surface, first)->worker, w3->id);
         assert_int_equal(m->compaction.drain.worker, w3->id);
-        assert_false(frame_pending(w3));
+        assert_false(fixture_frame_pending(w3));
         fixture_advance(PERIOD);
         report_all(0.05, 0.30, 0.02);
         assert_string_equal(complete_move(w3, w2), first);
@@ -275,7 +221,7 @@ static void test_compaction_user_failure_defers_that_user(void **state) {
  * the target dying mid-move aborts the move and stops the drain. */
 static void test_compaction_worker_death_mid_move(void **state) {
         pool_of_three(2, 0.30);
-        frame_free(read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST));
+        frame_free(fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST));
         m->pool.hooks->worker_gone(w3, m);
         assert_int_equal(m->compaction.drain.worker, 0);
         assert_null(m->moves.list);
@@ -285,8 +231,8 @@ static void test_compaction_worker_death_mid_move(void **state) {
         setup(state);
 
         pool_of_three(2, 0.30);
-        Frame *f = read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
-        package(w3, f->snapshot_request->move_id, "state", NULL);
+        Frame *f = fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
+        fixture_package(w3, f->snapshot_request->move_id, "state", NULL);
         frame_free(f);
         m->pool.hooks->worker_gone(w2, m);
         assert_int_equal(m->compaction.drain.worker, 0);
@@ -302,7 +248,7 @@ static void test_compaction_repoints_stateless_users(void **state) {
         w3 = fixture_add_worker(m, WORKER_ROUTABLE);
         fixture_set_users(m, w3, 5);
         report_all(0.05, 0.30, 0.02);
-        frame_free(read_frame(w3, ELASTIC_POOL__FRAME__BODY_DRAIN)); /* the retire: nothing before it */
+        frame_free(fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_DRAIN)); /* the retire: nothing before it */
         assert_int_equal(surface_worker_users(&m->surface, w2->id), 5);
         assert_int_equal(w3->state, WORKER_STOPPING);
         assert_non_null(strstr(m->compaction.last, "5 users moved (5 re-pointed)"));
@@ -373,25 +319,25 @@ static void test_compaction_operator_move_during_a_drain(void **state) {
         SurfaceUser *u;
 
         pool_of_three(3, 0.30);
-        mine = read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
+        mine = fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
         for (size_t i = 0; (u = surface_next_user(&m->surface, &i));)
                 if (u->worker == w3->id && !u->move)
                         other = u->name;
         assert_non_null(other);
         assert_int_equal(compaction_move_user(&m->compaction, other, w1->id, fixture_now), 0);
-        theirs = read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
-        package(w3, theirs->snapshot_request->move_id, "state", NULL);
-        frame_free(read_frame(w1, ELASTIC_POOL__FRAME__BODY_INSTALL));
-        install_result(w1, theirs->snapshot_request->move_id, true, NULL);
-        frame_free(read_frame(w3, ELASTIC_POOL__FRAME__BODY_DROP));
+        theirs = fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
+        fixture_package(w3, theirs->snapshot_request->move_id, "state", NULL);
+        frame_free(fixture_read_frame(w1, ELASTIC_POOL__FRAME__BODY_INSTALL));
+        fixture_install_result(w1, theirs->snapshot_request->move_id, true, NULL);
+        frame_free(fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_DROP));
         assert_true(m->compaction.drain.moving); /* still waiting on its own */
         assert_int_equal(m->compaction.drain.moved, 0);
-        assert_false(frame_pending(w3));          /* and not starting a second one */
+        assert_false(fixture_frame_pending(w3));          /* and not starting a second one */
 
-        package(w3, mine->snapshot_request->move_id, "state", NULL);
-        frame_free(read_frame(w2, ELASTIC_POOL__FRAME__BODY_INSTALL));
-        install_result(w2, mine->snapshot_request->move_id, true, NULL);
-        frame_free(read_frame(w3, ELASTIC_POOL__FRAME__BODY_DROP));
+        fixture_package(w3, mine->snapshot_request->move_id, "state", NULL);
+        frame_free(fixture_read_frame(w2, ELASTIC_POOL__FRAME__BODY_INSTALL));
+        fixture_install_result(w2, mine->snapshot_request->move_id, true, NULL);
+        frame_free(fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_DROP));
         assert_int_equal(m->compaction.drain.moved, 1);
         frame_free(mine);
         frame_free(theirs);
@@ -417,7 +363,7 @@ static void test_compaction_idle_users_expire(void **state) {
         assert_null(surface_user_get(&m->surface, "w1-0"));
         assert_non_null(surface_user_get(&m->surface, "w1-1")); /* its request is still open */
         assert_non_null(surface_user_get(&m->surface, "w1-2"));
-        f = read_frame(w1, ELASTIC_POOL__FRAME__BODY_DROP);
+        f = fixture_read_frame(w1, ELASTIC_POOL__FRAME__BODY_DROP);
         assert_string_equal(f->drop->user, "w1-0");
         frame_free(f);
         placement_ops.request_ended(&m->placement, "w1-1", ticket, 1);

@@ -48,22 +48,6 @@ static Route route(const char *user) {
         return r;
 }
 
-/* The next frame the worker's end of w's channel holds, decoded (the caller frees it). */
-static Frame *read_frame(const Worker *w) {
-        FrameDecoder d;
-        uint8_t buf[4096];
-        Frame *f = NULL;
-        size_t used;
-        ssize_t n;
-
-        frame_decoder_init(&d, 0);
-        n = read(fixture_peer(w), buf, sizeof buf);
-        assert_true(n > 0);
-        assert_int_equal(frame_decoder_feed(&d, buf, (size_t) n, &used, &f), 1);
-        frame_decoder_done(&d);
-        return f;
-}
-
 static void test_placement_route_guest(void **state) {
         Worker *w1 = fixture_add_worker(m, WORKER_ROUTABLE);
 
@@ -176,8 +160,7 @@ static void test_placement_login_passed_on_by_a_move(void **state) {
         /* the login request ends: quiesced, the snapshot is asked of the reception */
         ops->request_ended(pl, "frank", ticket, 10);
         assert_int_equal(u->move->state, MOVE_SNAPSHOT);
-        f = read_frame(w1);
-        assert_int_equal(f->body_case, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
+        f = fixture_read_frame(w1, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
         assert_string_equal(f->snapshot_request->user, "frank");
         frame_free(f);
 
