@@ -6,3 +6,12 @@ foreach(t 40-users)
         # the pool grows and shrinks on measured occupancy: alone on the machine
         set_tests_properties(integration/compaction-${t} PROPERTIES RUN_SERIAL TRUE)
 endforeach()
+# Relief moves with real users: a worker spawned because the others were full takes some of their users
+# at once. tests/integration/relief-*.sh (users: tests/integration/relief-users.py); the script bounds
+# itself to about 40 s, the CTest timeout is the backstop.
+foreach(t growth)
+        ep_integration_test(relief-${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/relief-${t}.sh TIMEOUT 90
+                LABELS compaction relief)
+        # scale-up and relief act on measured occupancy: alone on the machine
+        set_tests_properties(integration/relief-${t} PROPERTIES RUN_SERIAL TRUE)
+endforeach()
