@@ -143,7 +143,8 @@ def main():
     ap.add_argument("--smoothing-rows", type=int, required=True, help="smoothing_rows of the config")
     ap.add_argument("--think-ms", type=float, default=100)
     ap.add_argument("--load-ms", type=int, default=50, help="sleep_ms of a loader's /work")
-    ap.add_argument("--timeout", type=float, default=30, help="bound of the whole run, in seconds")
+    ap.add_argument("--timeout", type=float, default=30,
+                    help="bound of the run, in seconds (then up to 5 s for the users' last requests)")
     args = ap.parse_args()
     run = cu.Run(args)
     deadline = cu.T0 + args.timeout
@@ -239,7 +240,8 @@ def main():
             note(f"relief: {s.get('relief')}; relief_rounds {s.get('relief_rounds')}, relief_moves "
                  f"{s.get('relief_moves')}")
             note(f"holds: {s.get('holds')}")
-            note(f"workers: {[(w['name'], w['occupancy'], w['freshness'], w['users']) for w in s.get('workers', [])]}")
+            workers = [(w["name"], w["occupancy"], w["freshness"], w["users"]) for w in s.get("workers", [])]
+            note(f"workers: {workers}")
             run.failure(f"no move of a user from w2 to w3 in the log {time.time() - t_routable:.2f}s after w3 "
                         f"became routable (relief line: {relief[1][:300] if relief else None})")
             return finish(run, users, result)
@@ -289,9 +291,13 @@ def main():
 
 def finish(run, users, result):
     run.stop.set()
+    # a user ends after its request in progress (at most load_ms plus a /state); 5 s keeps the run bounded
+    # when the commander stops answering (the client's own timeout is 30 s)
+    join_until = time.monotonic() + 5
     for u in users:
+        u.join(max(0.0, join_until - time.monotonic()))
         if u.is_alive():
-            u.join(35)
+            run.failure(f"{u.name_}: still waiting for an answer 5 s after the run ended")
     on_w3 = sorted(u.name_ for u in users if "3" in u.first_seen)
     result.update({
         "users": len(users),
