@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 _spec = importlib.util.spec_from_file_location(
     "compaction_users", os.path.join(os.path.dirname(os.path.abspath(__file__)), "compaction-users.py"))
 cu = importlib.util.module_from_spec(_spec)
