@@ -176,8 +176,8 @@ static void journal_decision_of(Capacity *c, int level, const char *message_id, 
                    "%s: %s | inputs: %s | ledger: %s", what, reason, strempty(inputs), ledger);
 }
 
-static void journal_decision(Capacity *c, int level, const char *message_id, const char *event, const char *what,
-                             const Decision *d) {
+static void journal_decision(Capacity *c, int level, const char *message_id, const char *event,
+                             const char *what, const Decision *d) {
         journal_decision_of(c, level, message_id, event, what, d, NULL);
 }
 

@@ -49,7 +49,8 @@ static void drain_stop(Compaction *c, const char *why, bool failed, usec_t now) 
         }
         snprintf(c->last, sizeof c->last, "drain of w%u stopped after %u of %u users moved: %s", id,
                  c->drain.moved, c->drain.users_at_start, why);
-        log_struct(LOG_WARNING, LOG_FIELDS(.message_id = MESSAGE_ID_COMPACT, .event = "compact", .worker = (int) id),
+        log_struct(LOG_WARNING,
+                   LOG_FIELDS(.message_id = MESSAGE_ID_COMPACT, .event = "compact", .worker = (int) id),
                    "Compaction: %s; w%u takes users again%s%s", c->last, id,
                    failed ? "; the next drain waits " : "", wait);
         c->drains_stopped++;
@@ -62,9 +63,11 @@ static void drain_stop(Compaction *c, const char *why, bool failed, usec_t now) 
 static void drain_finish(Compaction *c, Worker *w, usec_t now) {
         char span[32], why[96];
 
-        snprintf(c->last, sizeof c->last, "w%u drained: %u users moved (%u re-pointed) in %s", w->id, c->drain.moved,
-                 c->drain.repointed, format_timespan(span, sizeof span, now - c->drain.started));
-        log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_COMPACT, .event = "compact", .worker = (int) w->id),
+        snprintf(c->last, sizeof c->last, "w%u drained: %u users moved (%u re-pointed) in %s", w->id,
+                 c->drain.moved, c->drain.repointed,
+                 format_timespan(span, sizeof span, now - c->drain.started));
+        log_struct(LOG_INFO,
+                   LOG_FIELDS(.message_id = MESSAGE_ID_COMPACT, .event = "compact", .worker = (int) w->id),
                    "Compaction: %s; retiring it", c->last);
         c->failures = 0;
         c->drains_done++;
@@ -139,14 +142,14 @@ static Step step_once(Compaction *c, usec_t now) {
         r = move_start_or_repoint(c->moves, u, in.workers[i].id, c->drain.why, now);
         if (r == -EOPNOTSUPP) {
                 c->drain.moving = false;
-                drain_stop(c, "the target cannot install users, and the drained worker has state to carry", true,
-                           now);
+                drain_stop(c, "the target cannot install users, and the drained worker has state to carry",
+                           true, now);
                 return STEP_DONE;
         }
         if (r < 0) {
                 c->drain.moving = false;
-                log_warning_errno(r, "Compaction: cannot move user %s off w%u now, trying the others: %m", u->name,
-                                  w->id);
+                log_warning_errno(r, "Compaction: cannot move user %s off w%u now, trying the others: %m",
+                                  u->name, w->id);
                 u->move_not_before = now + backoff_base(c);
                 c->drain.deferred++;
                 return STEP_CONTINUE;
@@ -180,7 +183,8 @@ void compaction_move_ended(Compaction *c, const MoveEnd *e, usec_t now) {
                 c->drain.moved++;
                 c->drain.repointed += e->repointed;
         } else if (e->target_failed) {
-                snprintf(why, sizeof why, "the move of user %s to w%u failed (%.300s)", e->user, e->to, e->outcome);
+                snprintf(why, sizeof why, "the move of user %s to w%u failed (%.300s)", e->user, e->to,
+                         e->outcome);
                 drain_stop(c, why, true, now);
                 return;
         } else {
@@ -195,7 +199,8 @@ void compaction_move_ended(Compaction *c, const MoveEnd *e, usec_t now) {
 
 void compaction_worker_gone(Compaction *c, unsigned worker, usec_t now) {
         if (c->drain.worker == worker)
-                drain_stop(c, "the worker died (its users are placed again on their next request)", false, now);
+                drain_stop(c, "the worker died (its users are placed again on their next request)", false,
+                           now);
 }
 
 static int drain_begin(Compaction *c, Worker *w, const char *why, bool asked, usec_t now) {
@@ -218,10 +223,11 @@ static int drain_begin(Compaction *c, Worker *w, const char *why, bool asked, us
         pool_set_evacuating(c->pool, w, true);
         /* the ledger's drains are journaled by the capacity shell, with the inputs that decided them */
         if (asked)
-                log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_COMPACT, .event = "compact",
-                                                .worker = (int) w->id),
-                           "Compaction: draining w%u by live moves (%s): %u users to move, one at a time", w->id,
-                           why, c->drain.users_at_start);
+                log_struct(LOG_INFO,
+                           LOG_FIELDS(.message_id = MESSAGE_ID_COMPACT, .event = "compact",
+                                      .worker = (int) w->id),
+                           "Compaction: draining w%u by live moves (%s): %u users to move, one at a time",
+                           w->id, why, c->drain.users_at_start);
         return 0;
 }
 

@@ -45,18 +45,21 @@ static void journal_end(const Move *mv, const MoveEnd *e, unsigned held) {
         _cleanup_free_ char *extra = NULL;
         char span[32];
 
-        if (asprintf(&extra, "EP_MOVE_ID=%llu\nEP_MOVE_FROM=w%u\nEP_MOVE_TO=w%u\nEP_MOVE_BYTES=%llu\n"
-                             "EP_MOVE_PAUSE_USEC=%llu\nEP_MOVE_OUTCOME=%s",
+        if (asprintf(&extra,
+                     "EP_MOVE_ID=%llu\nEP_MOVE_FROM=w%u\nEP_MOVE_TO=w%u\nEP_MOVE_BYTES=%llu\n"
+                     "EP_MOVE_PAUSE_USEC=%llu\nEP_MOVE_OUTCOME=%s",
                      (unsigned long long) e->id, e->from, e->to, (unsigned long long) e->bytes,
-                     (unsigned long long) e->pause, e->switched ? (e->repointed ? "re-pointed" : "done") : "aborted") < 0)
+                     (unsigned long long) e->pause,
+                     e->switched ? (e->repointed ? "re-pointed" : "done") : "aborted") < 0)
                 extra = NULL;
-        log_struct(e->switched ? LOG_INFO : LOG_WARNING,
-                   LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "move", .worker = (int) e->from,
-                              .user = e->user, .extra = extra),
-                   "Move %llu of user %s from w%u to w%u %s after %s (%s; %llu package bytes; %u held requests "
-                   "released)",
-                   (unsigned long long) e->id, e->user, e->from, e->to, e->outcome,
-                   format_timespan(span, sizeof span, e->pause), mv->why, (unsigned long long) e->bytes, held);
+        log_struct(
+                e->switched ? LOG_INFO : LOG_WARNING,
+                LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "move", .worker = (int) e->from,
+                           .user = e->user, .extra = extra),
+                "Move %llu of user %s from w%u to w%u %s after %s (%s; %llu package bytes; %u held requests "
+                "released)",
+                (unsigned long long) e->id, e->user, e->from, e->to, e->outcome,
+                format_timespan(span, sizeof span, e->pause), mv->why, (unsigned long long) e->bytes, held);
 }
 
 /* Ends the move; the user stays on A unless switched. Held requests go wherever the user now is. */
@@ -288,7 +291,8 @@ static void on_package(Moves *m, unsigned worker, const ElasticPool__Package *p,
         r = send_frame(m, mv->to, &f);
         /* a channel backed up (channel.c queues at most 64 MiB) is a slow target, not a broken one */
         if (r == -ENOBUFS)
-                abort_move(mv, false, "the target worker's channel is backed up (too much queued for it)", now);
+                abort_move(mv, false, "the target worker's channel is backed up (too much queued for it)",
+                           now);
         else if (r < 0)
                 abort_move(mv, true, "cannot reach the target worker's channel", now);
 }

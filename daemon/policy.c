@@ -370,12 +370,13 @@ void policy_drain_check(const PolicyInput *in, const PolicyParams *p, unsigned d
                 hold(ret, s.unmeasured, in->now, "a drain needs every reading");
         else if (l->headroom <= 0)
                 decide(ret, DECISION_NONE, NULL,
-                       "the load rose: without w%u H=%.3f <= 0, the survivors would be over their thresholds "
-                       "(C=%.3f O=%.3f n=%u)",
+                       "the load rose: without w%u H=%.3f <= 0, the survivors would be over their "
+                       "thresholds (C=%.3f O=%.3f n=%u)",
                        draining, l->headroom, l->capacity, l->occupied, l->n);
         else
-                decide(ret, DECISION_WAIT_MOVES, target, "w%u drains: without it H=%.3f > 0 (C=%.3f O=%.3f n=%u)",
-                       draining, l->headroom, l->capacity, l->occupied, l->n);
+                decide(ret, DECISION_WAIT_MOVES, target,
+                       "w%u drains: without it H=%.3f > 0 (C=%.3f O=%.3f n=%u)", draining, l->headroom,
+                       l->capacity, l->occupied, l->n);
 }
 
 void policy_compaction_hold(const PolicyWorker *w, usec_t now, Decision *ret) {
@@ -440,8 +441,8 @@ int policy_drain_target(const PolicyInput *in, const PolicyParams *p, bool *ret_
         for (size_t j = 0; j < in->n_workers; j++) {
                 const PolicyWorker *w = &in->workers[j];
 
-                if (w == s.least || !policy_worker_takes_users(w) || w->reception || !policy_worker_judgeable(w) ||
-                    w->occupancy >= p->admission_threshold)
+                if (w == s.least || !policy_worker_takes_users(w) || w->reception ||
+                    !policy_worker_judgeable(w) || w->occupancy >= p->admission_threshold)
                         continue;
                 if (other < 0 || w->occupancy < in->workers[other].occupancy)
                         other = (ssize_t) j;

@@ -33,7 +33,8 @@ void relief_done(Relief *r) {
 static void round_end(Relief *r, const char *why) {
         ReliefRound *rd = &r->round;
 
-        log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "relief", .worker = (int) rd->from),
+        log_struct(LOG_INFO,
+                   LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "relief", .worker = (int) rd->from),
                    "Relief of w%u ends after %u moves to w%u: %s", rd->from, rd->moved, rd->to, why);
         *rd = (ReliefRound) {};
 }
@@ -97,8 +98,9 @@ static Step step_once(Relief *r, usec_t now) {
         }
         u = heaviest_fitting(r, rd->from, rd->from_projected, threshold(r) - rd->to_projected, now, &share);
         if (!u) {
-                snprintf(why, sizeof why, "no user of it is left whose share keeps w%u (%.3f) under the threshold",
-                         rd->to, rd->to_projected);
+                snprintf(why, sizeof why,
+                         "no user of it is left whose share keeps w%u (%.3f) under the threshold", rd->to,
+                         rd->to_projected);
                 round_end(r, why);
                 return STEP_DONE;
         }
@@ -142,8 +144,8 @@ static void round_begin(Relief *r, Worker *w, ReliefWorker *rw, usec_t now) {
         if (i < 0 || over || in.workers[i].id == w->id)
                 return; /* nobody has room: growing the pool is scale-up's */
         /* a round that could move nobody is no round: it would only put the next one off by a period */
-        if (!heaviest_fitting(r, w->id, w->reading.occupancy.value, threshold(r) - in.workers[i].occupancy, now,
-                              &share))
+        if (!heaviest_fitting(r, w->id, w->reading.occupancy.value, threshold(r) - in.workers[i].occupancy,
+                              now, &share))
                 return;
         (void) format_timespan(span, sizeof span, now - rw->over_since);
         /* the next round counts from readings taken after this one: its smoothed reading lags the moves */
@@ -156,11 +158,13 @@ static void round_begin(Relief *r, Worker *w, ReliefWorker *rw, usec_t now) {
                 .from_projected = w->reading.occupancy.value,
                 .to_projected = in.workers[i].occupancy,
         };
-        log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "relief", .worker = (int) w->id,
-                                        .has_occupancy = true, .occupancy = w->reading.occupancy.value),
-                   "Relief: w%u at %.3f has been at or over admission_threshold=%.2f for %s; moving its heaviest "
-                   "users to w%u (%.3f)", w->id, w->reading.occupancy.value, threshold(r),
-                   span, r->round.to, r->round.to_projected);
+        log_struct(LOG_INFO,
+                   LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "relief", .worker = (int) w->id,
+                              .has_occupancy = true, .occupancy = w->reading.occupancy.value),
+                   "Relief: w%u at %.3f has been at or over admission_threshold=%.2f for %s; moving its "
+                   "heaviest users to w%u (%.3f)",
+                   w->id, w->reading.occupancy.value, threshold(r), span, r->round.to,
+                   r->round.to_projected);
         step(r, now);
 }
 
@@ -173,8 +177,8 @@ void relief_report(Relief *r, Worker *w, bool draining, usec_t now) {
                 return;
         rw = &r->workers[w->id];
         /* on every report: the cheap tests first, the freshness only for a worker over the threshold */
-        over = w->reading.occupancy.value >= threshold(r) && worker_takes_users(w) && w != r->pool->reception &&
-               capacity_freshness(r->capacity, w, now, &since) == FRESHNESS_FRESH;
+        over = w->reading.occupancy.value >= threshold(r) && worker_takes_users(w) &&
+               w != r->pool->reception && capacity_freshness(r->capacity, w, now, &since) == FRESHNESS_FRESH;
         if (!over)
                 rw->over_since = 0;
         else if (rw->over_since == 0)
@@ -188,7 +192,8 @@ void relief_report(Relief *r, Worker *w, bool draining, usec_t now) {
 void relief_move_ended(Relief *r, const MoveEnd *e, usec_t now) {
         ReliefRound *rd = &r->round;
 
-        if (rd->from == 0 || !rd->moving || e->from != rd->from || (rd->move_id != 0 && e->id != rd->move_id))
+        if (rd->from == 0 || !rd->moving || e->from != rd->from ||
+            (rd->move_id != 0 && e->id != rd->move_id))
                 return;
         rd->moving = false;
         if (!e->switched) {

@@ -61,7 +61,9 @@ static void write_worker(FILE *f, const StatusView *v, const Worker *w, usec_t n
         Freshness fr = capacity_freshness(v->capacity, w, now, &since);
         WorkerTraffic t;
 
-        fprintf(f, "{\"id\":%u,\"name\":\"w%u\",\"state\":\"%s\",\"reception\":%s,\"evacuating\":%s,\"pid\":%d,",
+        fprintf(f,
+                "{\"id\":%u,\"name\":\"w%u\",\"state\":\"%s\",\"reception\":%s,\"evacuating\":%s,"
+                "\"pid\":%d,",
                 w->id, w->id, worker_state_to_string(w->state), w == v->pool->reception ? "true" : "false",
                 w->evacuating ? "true" : "false", (int) w->pid);
         fprintf(f, "\"occupancy\":%.4f,\"bottleneck\":", o->value);
@@ -123,10 +125,11 @@ static void write_compaction(FILE *f, const Compaction *c, usec_t now) {
         if (d->worker == 0)
                 fputs("null", f);
         else {
-                fprintf(f, "{\"worker\":\"w%u\",\"for_ms\":%llu,\"operator\":%s,\"users_at_start\":%u,"
-                           "\"moved\":%u,\"repointed\":%u,\"deferred\":%u,\"users_left\":%u,\"why\":",
-                        d->worker, (unsigned long long) ((now - d->started) / USEC_PER_MSEC), d->asked ? "true" : "false",
-                        d->users_at_start, d->moved, d->repointed, d->deferred,
+                fprintf(f,
+                        "{\"worker\":\"w%u\",\"for_ms\":%llu,\"operator\":%s,\"users_at_start\":%u,"
+                        "\"moved\":%u,\"repointed\":%u,\"deferred\":%u,\"users_left\":%u,\"why\":",
+                        d->worker, (unsigned long long) ((now - d->started) / USEC_PER_MSEC),
+                        d->asked ? "true" : "false", d->users_at_start, d->moved, d->repointed, d->deferred,
                         surface_worker_users(c->surface, d->worker));
                 json_string(f, d->why);
                 fputc('}', f);

@@ -131,8 +131,8 @@ static int held_queue_arm(HeldQueue *q) {
                 (void) sd_event_source_set_time(q->timer, at);
                 return sd_event_source_set_enabled(q->timer, SD_EVENT_ONESHOT);
         }
-        return sd_event_add_time(q->fe->event, &q->timer, CLOCK_MONOTONIC, at, 10 * USEC_PER_MSEC, on_hold_timeout,
-                                 q);
+        return sd_event_add_time(q->fe->event, &q->timer, CLOCK_MONOTONIC, at, 10 * USEC_PER_MSEC,
+                                 on_hold_timeout, q);
 }
 
 static HeldQueue *held_queue(Frontend *fe, const char *user, bool create) {
@@ -183,7 +183,8 @@ static void hold(Frontend *fe, Exchange *x) {
         x->upstream = NULL;
         q->n++;
         if (q->n == 1 && held_queue_arm(q) < 0)
-                log_warning("Cannot time the hold of %s's requests: they wait for the end of its move", x->user);
+                log_warning("Cannot time the hold of %s's requests: they wait for the end of its move",
+                            x->user);
 }
 
 void router_unhold(Frontend *fe, Exchange *x) {

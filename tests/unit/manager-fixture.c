@@ -175,8 +175,8 @@ Frame *fixture_read_frame(const Worker *w, ElasticPool__Frame__BodyCase expect) 
                 CHECK_EXPLAINED(n == 1, "w%u: no frame waiting (expected body %d)", w->id, (int) expect);
         } while (frame_decoder_feed(&d, &byte, 1, &used, &f) != 1);
         frame_decoder_done(&d);
-        CHECK_EXPLAINED(f->body_case == expect, "w%u sent a %s frame, expected body %d", w->id, frame_body_name(f),
-                        (int) expect);
+        CHECK_EXPLAINED(f->body_case == expect, "w%u sent a %s frame, expected body %d", w->id,
+                        frame_body_name(f), (int) expect);
         return f;
 }
 

@@ -108,7 +108,8 @@ static void test_compaction_drain_held_puts_worker_back(void **state) {
 
         pool_of_three(3, 0.30);
         (void) complete_move(w3, w2);
-        f = fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST); /* the second move is under way */
+        f = fixture_read_frame(
+                w3, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST); /* the second move is under way */
         uint64_t id = f->snapshot_request->move_id;
         frame_free(f);
 
@@ -162,7 +163,8 @@ static void test_compaction_failing_target_backs_off(void **state) {
         fixture_package(w3, id, "state", NULL);
         frame_free(fixture_read_frame(w2, ELASTIC_POOL__FRAME__BODY_INSTALL));
         fixture_install_result(w2, id, false, "disk full");
-        frame_free(fixture_read_frame(w2, ELASTIC_POOL__FRAME__BODY_DROP)); /* in case it installs after all */
+        frame_free(
+                fixture_read_frame(w2, ELASTIC_POOL__FRAME__BODY_DROP)); /* in case it installs after all */
 
         assert_int_equal(m->compaction.drain.worker, 0);
         assert_false(w3->evacuating);
@@ -190,7 +192,8 @@ static void test_compaction_failing_target_backs_off(void **state) {
         moves_expire(&m->moves, fixture_now); /* now w2 stays silent */
         assert_int_equal(m->compaction.failures, 2);
         assert_int_equal(m->compaction.backoff_until, fixture_now + 2 * PERIOD);
-        frame_free(fixture_read_frame(w2, ELASTIC_POOL__FRAME__BODY_DROP)); /* it must not keep a late copy */
+        frame_free(
+                fixture_read_frame(w2, ELASTIC_POOL__FRAME__BODY_DROP)); /* it must not keep a late copy */
 }
 
 /* A user whose own move fails (its worker cannot snapshot it) is left be; the others move on. */
@@ -248,7 +251,8 @@ static void test_compaction_repoints_stateless_users(void **state) {
         w3 = fixture_add_worker(m, WORKER_ROUTABLE);
         fixture_set_users(m, w3, 5);
         report_all(0.05, 0.30, 0.02);
-        frame_free(fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_DRAIN)); /* the retire: nothing before it */
+        frame_free(
+                fixture_read_frame(w3, ELASTIC_POOL__FRAME__BODY_DRAIN)); /* the retire: nothing before it */
         assert_int_equal(surface_worker_users(&m->surface, w2->id), 5);
         assert_int_equal(w3->state, WORKER_STOPPING);
         assert_non_null(strstr(m->compaction.last, "5 users moved (5 re-pointed)"));
@@ -373,16 +377,21 @@ static void test_compaction_idle_users_expire(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test_setup_teardown(test_compaction_drains_one_move_at_a_time_then_retires, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_compaction_drain_held_puts_worker_back, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_compaction_drain_stops_when_load_rises, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compaction_drains_one_move_at_a_time_then_retires,
+                                                setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compaction_drain_held_puts_worker_back, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_compaction_drain_stops_when_load_rises, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_compaction_failing_target_backs_off, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_compaction_user_failure_defers_that_user, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compaction_user_failure_defers_that_user, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_compaction_worker_death_mid_move, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_compaction_repoints_stateless_users, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_compaction_drains_onto_the_reception, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_compaction_operator_entry_points, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_compaction_operator_move_during_a_drain, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_compaction_operator_move_during_a_drain, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_compaction_idle_users_expire, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

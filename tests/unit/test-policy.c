@@ -536,22 +536,25 @@ static void test_policy_drain_check(void **state) {
         } cases[] = {
                 { "survivors keep room", { RECEPTION(1, 0.1), FRESH(2, 0.3), RETIRING(3, 0.2) }, 3, 1,
                   DECISION_WAIT_MOVES, "w3 drains: without it H=0.700 > 0" },
-                { "in the band", { RECEPTION(1, 0.4), FRESH(2, 0.5), RETIRING(3, 0.1) }, 3, 1, DECISION_WAIT_MOVES,
-                  "without it H=0.300 > 0" },
-                { "the load rose", { RECEPTION(1, 0.5), FRESH(2, 0.75), RETIRING(3, 0.1) }, 3, 1, DECISION_NONE,
-                  "the load rose: without w3 H=-0.050 <= 0" },
-                { "a spawn in flight", { RECEPTION(1, 0.1), FRESH(2, 0.1), RETIRING(3, 0.1), INFLIGHT(4) }, 4, 1,
-                  DECISION_NONE, "the pool grows: w4 spawn in flight" },
-                { "a stale survivor", { RECEPTION(1, 0.1), STALE(2, 0.1), RETIRING(3, 0.1) }, 3, 1, DECISION_HELD,
-                  "held: w2" },
-                { "the drained worker's own reading", { RECEPTION(1, 0.1), FRESH(2, 0.1),
-                  { .id = 3, .routable = true, .retiring = true, .freshness = FRESHNESS_MISSING, .since = S(90),
-                    .missing = "cpu" } }, 3, 1, DECISION_HELD, "held: w3" },
-                { "under the floor", { RECEPTION(1, 0.1), FRESH(2, 0.1), RETIRING(3, 0.1) }, 3, 3, DECISION_NONE,
-                  "under min_workers=3" },
-                { "gone", { RECEPTION(1, 0.1), FRESH(2, 0.1) }, 2, 1, DECISION_NONE, "w3 cannot be drained" },
-                { "onto the reception alone", { RECEPTION(1, 0.05), RETIRING(3, 0.0) }, 2, 1, DECISION_WAIT_MOVES,
-                  "H=0.450 > 0" },
+                { "in the band", { RECEPTION(1, 0.4), FRESH(2, 0.5), RETIRING(3, 0.1) }, 3, 1,
+                  DECISION_WAIT_MOVES, "without it H=0.300 > 0" },
+                { "the load rose", { RECEPTION(1, 0.5), FRESH(2, 0.75), RETIRING(3, 0.1) }, 3, 1,
+                  DECISION_NONE, "the load rose: without w3 H=-0.050 <= 0" },
+                { "a spawn in flight", { RECEPTION(1, 0.1), FRESH(2, 0.1), RETIRING(3, 0.1), INFLIGHT(4) },
+                  4, 1, DECISION_NONE, "the pool grows: w4 spawn in flight" },
+                { "a stale survivor", { RECEPTION(1, 0.1), STALE(2, 0.1), RETIRING(3, 0.1) }, 3, 1,
+                  DECISION_HELD, "held: w2" },
+                { "the drained worker's own reading",
+                  { RECEPTION(1, 0.1), FRESH(2, 0.1),
+                    { .id = 3, .routable = true, .retiring = true, .freshness = FRESHNESS_MISSING,
+                      .since = S(90), .missing = "cpu" } },
+                  3, 1, DECISION_HELD, "held: w3" },
+                { "under the floor", { RECEPTION(1, 0.1), FRESH(2, 0.1), RETIRING(3, 0.1) }, 3, 3,
+                  DECISION_NONE, "under min_workers=3" },
+                { "gone", { RECEPTION(1, 0.1), FRESH(2, 0.1) }, 2, 1, DECISION_NONE,
+                  "w3 cannot be drained" },
+                { "onto the reception alone", { RECEPTION(1, 0.05), RETIRING(3, 0.0) }, 2, 1,
+                  DECISION_WAIT_MOVES, "H=0.450 > 0" },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -562,8 +565,9 @@ static void test_policy_drain_check(void **state) {
                 p.min_workers = cases[i].min_workers;
                 policy_drain_check(&in, &p, 3, &d);
                 if (d.kind != cases[i].kind || !strstr(d.reason, cases[i].reason))
-                        fail_msg("%s: %s \"%s\", want %s \"%s\"", cases[i].name, decision_kind_to_string(d.kind),
-                                 d.reason, decision_kind_to_string(cases[i].kind), cases[i].reason);
+                        fail_msg("%s: %s \"%s\", want %s \"%s\"", cases[i].name,
+                                 decision_kind_to_string(d.kind), d.reason,
+                                 decision_kind_to_string(cases[i].kind), cases[i].reason);
         }
 }
 
@@ -614,7 +618,8 @@ static void test_policy_compaction_ledger_property(void **state) {
                 p.min_workers = 1 + (uint32_t) ((x >> 8) % 3);
                 for (size_t i = 0; i < n; i++) {
                         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-                        w[i] = (PolicyWorker) { .id = (unsigned) i + 1, .reception = i == 0, .routable = true,
+                        w[i] = (PolicyWorker) { .id = (unsigned) i + 1, .reception = i == 0,
+                                                .routable = true,
                                                 .freshness = FRESHNESS_FRESH,
                                                 .occupancy = (double) (x % 1001) / 1000.0,
                                                 .users = (uint32_t) ((x >> 16) % 3) };
@@ -648,8 +653,8 @@ static void test_policy_compaction_ledger_property(void **state) {
                 in = input(after, k);
                 policy_ledger(&in, &p, &l);
                 if (!(l.headroom > 0.4 - EPS))
-                        fail_msg("round %u: %zu workers, compaction of w%d leaves H=%.4f", round, n, d.worker,
-                                 l.headroom);
+                        fail_msg("round %u: %zu workers, compaction of w%d leaves H=%.4f", round, n,
+                                 d.worker, l.headroom);
         }
         assert_true(picked > 1000); /* the property was put to the test */
 }

@@ -46,7 +46,8 @@ static void run(unsigned seconds, const double *cpu, size_t n) {
                                 fixture_report(w[i], READING(.cpu = cpu[i]));
         }
 }
-#define RUN(seconds, ...) run((seconds), (const double[]) { __VA_ARGS__ }, ELEMENTSOF(((const double[]) { __VA_ARGS__ })))
+#define RUN(seconds, ...) \
+        run((seconds), (const double[]){__VA_ARGS__}, ELEMENTSOF(((const double[]){__VA_ARGS__})))
 
 static void test_relief_moves_heaviest_users_to_room(void **state) {
         SurfaceUser *u;

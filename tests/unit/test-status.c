@@ -231,14 +231,15 @@ static void test_status_write_shows_drain(void **state) {
         fixture_report(w[2], READING(.cpu = 0.02)); /* the ledger drains w3; its first snapshot is asked */
         fixture_advance(1500 * USEC_PER_MSEC);
         s = status_string();
-        check_with_python(s, "import json, sys\n"
-                             "d = json.load(open(sys.argv[1]))\n"
-                             "dr = d['drain']\n"
-                             "assert dr['worker'] == 'w3' and dr['users_left'] == 2 and dr['moved'] == 0, dr\n"
-                             "assert dr['for_ms'] == 1500 and dr['operator'] is False, dr\n"
-                             "assert [w['evacuating'] for w in d['workers']] == [False, False, True], d\n"
-                             "assert d['last_drain'] is None and d['drain_backoff_ms'] == 0, d\n"
-                             "assert d['relief'] is None and d['relief_rounds'] == 0, d\n");
+        check_with_python(s,
+                          "import json, sys\n"
+                          "d = json.load(open(sys.argv[1]))\n"
+                          "dr = d['drain']\n"
+                          "assert dr['worker'] == 'w3' and dr['users_left'] == 2 and dr['moved'] == 0, dr\n"
+                          "assert dr['for_ms'] == 1500 and dr['operator'] is False, dr\n"
+                          "assert [w['evacuating'] for w in d['workers']] == [False, False, True], d\n"
+                          "assert d['last_drain'] is None and d['drain_backoff_ms'] == 0, d\n"
+                          "assert d['relief'] is None and d['relief_rounds'] == 0, d\n");
 
         moves_expire(&m->moves, fixture_now + 60 * USEC_PER_SEC); /* w3 never answers: its own failure */
         fixture_advance(16 * USEC_PER_SEC);
