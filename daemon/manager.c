@@ -119,6 +119,82 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+/* STATUS= in one line, told to systemd when it changed ("3 workers, 120 users, occupancy ..."). */
+static void notify_status(Manager *m) {
+        char line[512];
+
+        status_line(&m->status, m->reload_error, line, sizeof line);
+        if (streq_ptr(line, m->status_line))
+                return;
+        free(m->status_line);
+        m->status_line = strdup(line);
+        (void) sd_notifyf(false, "STATUS=%s", line);
+}
+
+/* What a reload changes besides the Config itself, which every module reads where it uses it. */
+static void apply_config(Manager *m, const char *old_exec) {
+        int r;
+
+        capacity_setup_parameters(&m->capacity);
+        m->moves.timeout = config_move_timeout(&m->config);
+        if (!streq_ptr(old_exec, m->config.exec_line)) {
+                m->pool.exec_generation++;
+                log_notice("[worker] exec changed to %s: workers spawned from now on run it; the %zu running keep "
+                           "the old command until they are replaced",
+                           m->config.exec_line, m->pool.n_workers);
+        }
+        if (m->frontend) {
+                r = frontend_reload(m->frontend);
+                if (r < 0)
+                        log_warning_errno(r, "Reload: a new listen= address could not be opened (see above): %m");
+        }
+        m->pool.generation++; /* the policies' parameters changed: no summary of the old ones holds */
+}
+
+int manager_reload(Manager *m, char **ret_error) {
+        _cleanup_free_ char *error = NULL, *old_exec = NULL, *path = NULL;
+        int r;
+
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%llu",
+                          (unsigned long long) now_usec(CLOCK_MONOTONIC));
+        if (!m->config.path) {
+                r = -EOPNOTSUPP;
+                error = strdup("running on built-in defaults (--demo without --config): no file to read again");
+        } else {
+                old_exec = strdup(strempty(m->config.exec_line));
+                path = strdup(m->config.path);
+                r = old_exec && path ? config_load(&m->config, path, &error) : -ENOMEM;
+        }
+        if (r < 0) {
+                log_struct(LOG_ERR, LOG_FIELDS(.message_id = MESSAGE_ID_RELOAD, .event = "reload"),
+                           "Reload failed, the running configuration stays: %s", error ? error : strerror(-r));
+                free(m->reload_error);
+                m->reload_error = strdup(error ? error : strerror(-r));
+        } else {
+                apply_config(m, old_exec);
+                m->reload_error = mfree(m->reload_error);
+                log_struct(LOG_NOTICE, LOG_FIELDS(.message_id = MESSAGE_ID_RELOAD, .event = "reload"),
+                           "Reloaded the configuration from %s", m->config.path);
+                capacity_check(&m->capacity);
+                compaction_step(&m->compaction, now_usec(CLOCK_MONOTONIC));
+        }
+        manager_write_status(m);
+        notify_status(m);
+        (void) sd_notify(false, "READY=1");
+        if (ret_error)
+                *ret_error = TAKE_PTR(error);
+        return r;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        if (m->stop_why || m->pool.stopping)
+                return 0;
+        (void) manager_reload(m, NULL);
+        return 0;
+}
+
 void manager_write_status(Manager *m) {
         int r;
 
@@ -143,6 +219,8 @@ static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
         expire_users(m, now_usec(CLOCK_MONOTONIC));
         manager_write_status(m);
+        if (m->notified_ready)
+                notify_status(m);
         (void) sd_event_source_set_time(s, usec + STATUS_INTERVAL);
         return 0;
 }
@@ -179,8 +257,10 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
         r = sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
         if (r >= 0)
                 r = sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
         if (r < 0)
-                return log_error_errno(r, "Failed to watch SIGTERM/SIGINT (blocked?): %m");
+                return log_error_errno(r, "Failed to watch SIGTERM/SIGINT/SIGHUP (blocked?): %m");
 
         r = pool_init(&m->pool, m->event, &m->config, m->group, m->runtime_dir, &manager_pool_hooks, m);
         if (r < 0)
@@ -225,6 +305,8 @@ Manager *manager_free(Manager *m) {
         sd_event_unref(m->event);
         config_done(&m->config);
         free(m->status_path);
+        free(m->status_line);
+        free(m->reload_error);
         free(m->runtime_dir);
         free(m->group);
         free(m->stop_why);
@@ -463,6 +545,7 @@ void manager_wire(Manager *m) {
                 .capacity = &m->capacity,
                 .compaction = &m->compaction,
                 .relief = &m->relief,
+                .reload_error = &m->reload_error,
         };
 }
 

@@ -43,6 +43,8 @@ typedef struct Manager {
         sd_event_source *status_timer;
         usec_t next_expiry_scan; /* users idle past user_expiry leave the surface (on the status timer) */
         char *status_path;    /* runtime_dir/status.json */
+        char *status_line;    /* the STATUS= systemd has now */
+        char *reload_error;   /* the last reload's failure, shown until one succeeds */
 
         Frontend *frontend;   /* NULL with --no-frontend */
         const FrontendHooks *frontend_hooks; /* its hooks; NULL without one */
@@ -68,6 +70,12 @@ static inline void manager_freep(Manager **m) {
 
 /* Spawns the first min_workers and runs the loop until stopped. Returns the exit code. */
 int manager_run(Manager *m);
+
+/* Re-reads the configuration file (SIGHUP, systemctl reload, D-Bus Reload): thresholds, intervals,
+ * limits, timeouts and listen addresses apply at once; a changed [worker] exec applies to workers
+ * spawned afterwards. An invalid file keeps the running configuration: -EINVAL with the message
+ * (file:line) in *ret_error (may be NULL), the journal and STATUS=. 0 on success. */
+int manager_reload(Manager *m, char **ret_error);
 
 /* Begins an orderly stop: every worker gets SIGTERM, then SIGKILL after stop_timeout. */
 void manager_stop(Manager *m, const char *why);

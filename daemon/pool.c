@@ -351,6 +351,7 @@ int pool_spawn(Pool *p, const char *reason) {
                 return log_oom();
         /* the name is spent even when the spawn fails: a leaf of that name may still be on its way out */
         p->next_worker_id++;
+        w->exec_generation = p->exec_generation;
         r = prepare_birth(p, w, &ours, &theirs, &cgroup_fd, what, sizeof what);
         if (r < 0)
                 goto fail;

@@ -58,6 +58,7 @@ typedef struct Pool {
          * a worker's staleness horizon): what a summary of the pool was built at tells whether it still
          * holds. */
         uint64_t generation;
+        unsigned exec_generation; /* bumped when a reload changed [worker] exec */
         usec_t changed_at;      /* a worker became routable or left: the survivors' windows are settling */
 
         SpawnThrottle throttle;

@@ -99,6 +99,7 @@ static void write_worker(FILE *f, const StatusView *v, const Worker *w, usec_t n
                         fputs("null", f);
                 fputc(',', f);
         }
+        fprintf(f, "\"exec_current\":%s,", w->exec_generation == v->pool->exec_generation ? "true" : "false");
         fputs("\"socket\":", f);
         json_string(f, w->socket_path);
         if (w->place.cgroup_path) {
@@ -159,6 +160,49 @@ static void write_relief(FILE *f, const Relief *r) {
                 (unsigned long long) r->moved);
 }
 
+/* The hold of a decision for the one-line status: its kind and reason, "none" without one. */
+static const char *hold_text(const Hold *h, char *buf, size_t size) {
+        if (!h->active)
+                return "none";
+        snprintf(buf, size, "%s (%s)", decision_kind_to_string(h->kind), h->reason);
+        return buf;
+}
+
+void status_line(const StatusView *v, const char *reload_error, char *buf, size_t size) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0, users = 0, workers = 0;
+        char up[300], down[300];
+        FILE *f = open_memstream(&text, &len);
+
+        if (!f) {
+                snprintf(buf, size, "%zu workers", v->pool->n_workers);
+                return;
+        }
+        for (size_t i = 0; i < v->pool->n_workers; i++)
+                if (worker_in_policy(v->pool->workers[i])) {
+                        workers++;
+                        users += capacity_worker_users(v->capacity, v->pool->workers[i]);
+                }
+        fprintf(f, "%zu worker%s, %zu users, occupancy ", workers, workers == 1 ? "" : "s", users);
+        if (workers == 0)
+                fputc('-', f);
+        for (size_t i = 0, n = 0; i < v->pool->n_workers; i++)
+                if (worker_in_policy(v->pool->workers[i]))
+                        fprintf(f, "%s%.2f", n++ == 0 ? "" : "/", v->pool->workers[i]->reading.occupancy.value);
+        fprintf(f, ", held: scale-up %s, compaction %s", hold_text(&v->capacity->scale_up_hold, up, sizeof up),
+                hold_text(&v->capacity->compaction_hold, down, sizeof down));
+        if (v->compaction && v->compaction->drain.worker)
+                fprintf(f, "; draining w%u (%u users left)", v->compaction->drain.worker,
+                        surface_worker_users(v->compaction->surface, v->compaction->drain.worker));
+        if (reload_error)
+                fprintf(f, "; reload failed, running on the previous configuration: %s", reload_error);
+        if (fclose(f) != 0 || !text) {
+                snprintf(buf, size, "%zu workers", v->pool->n_workers);
+                return;
+        }
+        snprintf(buf, size, "%s", text);
+}
+
 int status_write(const StatusView *v, FILE *f) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         PolicyInput in;
@@ -181,7 +225,12 @@ int status_write(const StatusView *v, FILE *f) {
                 write_compaction(f, v->compaction, now);
         if (v->relief)
                 write_relief(f, v->relief);
-        fputs("\"holds\":{", f);
+        fputs("\"reload_error\":", f);
+        if (v->reload_error && *v->reload_error)
+                json_string(f, *v->reload_error);
+        else
+                fputs("null", f);
+        fputs(",\"holds\":{", f);
         write_hold(f, "scale_up", &v->capacity->scale_up_hold, now);
         fputc(',', f);
         write_hold(f, "compaction", &v->capacity->compaction_hold, now);

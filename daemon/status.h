@@ -21,12 +21,17 @@ typedef struct StatusView {
         Capacity *capacity;
         const Compaction *compaction;  /* NULL: no drains to show */
         const Relief *relief;          /* NULL: no relief rounds to show */
+        char *const *reload_error;     /* where the last reload's failure is kept (NULL: nowhere) */
         const FrontendHooks *frontend; /* NULL without a front end */
         void *frontend_data;
 } StatusView;
 
 /* What the front end measured of wN; false (and zeros) without a front end. */
 bool status_worker_traffic(const StatusView *v, unsigned worker, WorkerTraffic *ret);
+
+/* The pool in one line for systemd's STATUS=: "3 workers, 120 users, occupancy 0.41/0.63/0.12, held:
+ * none", then a drain under way and a failed reload (reload_error, NULL: none). Truncated to size. */
+void status_line(const StatusView *v, const char *reload_error, char *buf, size_t size);
 
 /* The pool as JSON on f. 0 or -EIO. */
 int status_write(const StatusView *v, FILE *f);

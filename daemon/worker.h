@@ -50,6 +50,8 @@ typedef struct Worker {
         sd_event_source *timer; /* spawn timeout, drain deadline or kill grace, by state */
         sd_event_source *stable_timer; /* routable until the stable period passed: then the spawn counts */
         usec_t spawned_at;  /* decision time */
+        unsigned exec_generation; /* the pool's exec_generation it was spawned under: older runs an old
+                                   * command (reloaded since) */
         usec_t hello_at;
         usec_t routable_at;
         usec_t stop_started_at;

@@ -88,7 +88,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
  * the queue is taken in, and those connections are served like every other one (Connection: close).
  * A socket filter on a TCP socket sees the packet from its TCP header: the flags are byte 13. Sockets
  * from systemd are left alone: systemd keeps them, and what waits in them is for our next instance. */
-static void accept_backlog(Frontend *fe) {
+static unsigned listener_take_backlog(Frontend *fe, Listener *l) {
         struct sock_filter syn_drop[] = {
                 BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 13),
                 BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0x12),          /* SYN | ACK */
@@ -99,16 +99,19 @@ static void accept_backlog(Frontend *fe) {
         struct sock_fprog prog = { .len = ELEMENTSOF(syn_drop), .filter = syn_drop };
         unsigned n = 0;
 
-        for (size_t i = 0; i < fe->n_listeners; i++) {
-                Listener *l = &fe->listeners[i];
+        if (setsockopt(l->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) < 0)
+                log_debug_errno(errno, "Cannot stop new handshakes on %s, ignoring: %m", l->address);
+        while (accept_one(fe, l->fd) > 0)
+                n++;
+        return n;
+}
 
-                if (!l->ours)
-                        continue;
-                if (setsockopt(l->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) < 0)
-                        log_debug_errno(errno, "Cannot stop new handshakes on %s, ignoring: %m", l->address);
-                while (accept_one(fe, l->fd) > 0)
-                        n++;
-        }
+static void accept_backlog(Frontend *fe) {
+        unsigned n = 0;
+
+        for (size_t i = 0; i < fe->n_listeners; i++)
+                if (fe->listeners[i].ours)
+                        n += listener_take_backlog(fe, &fe->listeners[i]);
         if (n > 0)
                 log_debug("Took %u queued connections in before closing the listeners", n);
 }
@@ -253,16 +256,72 @@ static int open_listeners(Frontend *fe) {
         return 0;
 }
 
+static void listener_close(Listener *l) {
+        l->io = sd_event_source_disable_unref(l->io);
+        l->fd = safe_close(l->fd);
+        l->address = mfree(l->address);
+}
+
 static void close_listeners(Frontend *fe) {
-        for (size_t i = 0; i < fe->n_listeners; i++) {
-                fe->listeners[i].io = sd_event_source_disable_unref(fe->listeners[i].io);
-                fe->listeners[i].fd = safe_close(fe->listeners[i].fd);
-                free(fe->listeners[i].address);
-        }
+        for (size_t i = 0; i < fe->n_listeners; i++)
+                listener_close(&fe->listeners[i]);
         free(fe->listeners);
         fe->listeners = NULL;
         fe->n_listeners = 0;
 }
+
+static bool listen_has(const Config *c, const char *address) {
+        for (char *const *a = c->listen; a && *a; a++)
+                if (streq(*a, address))
+                        return true;
+        return false;
+}
+
+static bool listening_on(const Frontend *fe, const char *address) {
+        for (size_t i = 0; i < fe->n_listeners; i++)
+                if (fe->listeners[i].ours && streq_ptr(fe->listeners[i].address, address))
+                        return true;
+        return false;
+}
+
+/* A listen= address gone from the configuration: what its queue holds is served, then it closes. */
+static void listener_retire(Frontend *fe, size_t i) {
+        Listener *l = &fe->listeners[i];
+        unsigned n = listener_take_backlog(fe, l);
+
+        log_info("No longer listening on %s (reload)%s", l->address, n > 0 ? "; its queue taken in" : "");
+        listener_close(l);
+        memmove(l, l + 1, (fe->n_listeners - i - 1) * sizeof *l);
+        fe->n_listeners--;
+}
+
+/* listen= as the reloaded configuration says it: addresses that left close, new ones open, the others
+ * are not touched (their queues and connections go on). Sockets handed over by systemd replace listen=,
+ * so with those nothing changes. 0, or the first failure to open a new address (logged; the others were
+ * still tried). */
+static int reload_listeners(Frontend *fe) {
+        int r = 0;
+
+        for (size_t i = 0; i < fe->n_listeners; i++)
+                if (!fe->listeners[i].ours) {
+                        log_info("Listeners handed over by systemd: listen= is not used, nothing to reload");
+                        return 0;
+                }
+        for (size_t i = fe->n_listeners; i > 0; i--)
+                if (!listen_has(fe->config, fe->listeners[i - 1].address))
+                        listener_retire(fe, i - 1);
+        for (char *const *a = fe->config->listen; a && *a; a++) {
+                int k;
+
+                if (listening_on(fe, *a))
+                        continue;
+                k = open_listener(fe, *a);
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        return r;
+}
+
 
 /* ---- the hooks the commander calls ---- */
 
@@ -387,6 +446,18 @@ static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) cookie_revocations_expire(&fe->revocations, now_usec(CLOCK_REALTIME));
         (void) sd_event_source_set_time(s, usec + SWEEP_INTERVAL);
         return 0;
+}
+
+int frontend_reload(Frontend *fe) {
+        free(fe->trusted);
+        fe->trusted = NULL;
+        fe->n_trusted = 0;
+        fe->trust_unix = false;
+        if (load_trusted(fe) < 0)
+                return log_oom();
+        /* a revocation must outlive the longest-lived cookie ever given, the old ones included */
+        fe->cookie_age_max = MAX(fe->cookie_age_max, fe->config->cookie_max_age);
+        return reload_listeners(fe);
 }
 
 int frontend_new(const FrontendOptions *o, Frontend **ret) {

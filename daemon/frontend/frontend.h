@@ -33,5 +33,10 @@ extern const FrontendHooks frontend_hooks;
  * once the last connection closed or shutdown_timeout passed (then the rest are closed). */
 void frontend_begin_shutdown(Frontend *fe, void (*on_drained)(void *userdata), void *userdata);
 
+/* The configuration (the same Config, reloaded in place) changed: listen= addresses that left close and
+ * new ones open (the others go on untouched), trusted_proxies are read again; timeouts and limits are
+ * read where they are used. 0, or -errno when a new address could not be opened (logged). */
+int frontend_reload(Frontend *fe);
+
 /* The state directory resolution rule (exposed for tests). */
 int frontend_state_dir(const char *group, const char *override, char **ret);
