@@ -276,6 +276,20 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
                 if (r < 0)
                         return r;
         }
+        r = bus_new(&(const BusOptions) {
+                        .event = m->event,
+                        .group = m->group,
+                        .config = &m->config,
+                        .pool = &m->pool,
+                        .capacity = &m->capacity,
+                        .compaction = &m->compaction,
+                        .surface = &m->surface,
+                        .status = &m->status,
+                        .userdata = m,
+                        .bus_env = getenv("EP_BUS"),
+                }, &m->bus);
+        if (r < 0)
+                return r;
         r = sd_event_add_time_relative(m->event, &m->status_timer, CLOCK_MONOTONIC, STATUS_INTERVAL,
                                        100 * USEC_PER_MSEC, on_status_timer, m);
         if (r < 0)
@@ -289,6 +303,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         m->admin = admin_free(m->admin);
+        m->bus = bus_free(m->bus);
         /* the front end first: its connections end, and with them every exchange held or open */
         m->frontend = frontend_free(m->frontend);
         m->frontend_hooks = NULL;
@@ -369,6 +384,7 @@ static void on_worker_routable(Worker *w, void *userdata) {
         if (m->frontend_hooks)
                 m->frontend_hooks->worker_routable(m->frontend, w->id, w->socket_path);
         manager_maybe_ready(m);
+        bus_worker_spawned(m->bus, w);
         capacity_check(&m->capacity);
         compaction_step(&m->compaction, now_usec(CLOCK_MONOTONIC));
         manager_write_status(m);
@@ -394,6 +410,7 @@ static void on_worker_gone(Worker *w, void *userdata) {
                             "(its state there is lost)", n, WORKER_NAME(w));
         if (m->frontend_hooks)
                 m->frontend_hooks->worker_gone(m->frontend, w->id);
+        bus_worker_died(m->bus, w);
 }
 
 static void on_report(Worker *w, Row *row, void *userdata) {
@@ -495,6 +512,7 @@ static void move_ended(const MoveEnd *e, void *userdata) {
 
         compaction_move_ended(&m->compaction, e, now);
         relief_move_ended(&m->relief, e, now);
+        bus_user_moved(m->bus, e);
 }
 
 static int drain(unsigned worker, const Decision *d, char *why, size_t why_size, void *userdata) {

@@ -10,6 +10,7 @@
 #include <systemd/sd-event.h>
 
 #include "admin.h"
+#include "bus.h"
 #include "capacity.h"
 #include "compaction.h"
 #include "config.h"
@@ -49,6 +50,7 @@ typedef struct Manager {
         Frontend *frontend;   /* NULL with --no-frontend */
         const FrontendHooks *frontend_hooks; /* its hooks; NULL without one */
         Admin *admin;
+        Bus *bus;             /* NULL off D-Bus */
 } Manager;
 
 typedef struct ManagerOptions {

@@ -788,6 +788,9 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
         log_struct(expected ? LOG_INFO : LOG_WARNING,
                    LOG_FIELDS(.message_id = MESSAGE_ID_DEATH, .event = "death", .worker = (int) w->id),
                    "Worker %s (pid %d) %s%s", WORKER_NAME(w), (int) w->pid, cause, why);
+        free(w->death_cause);
+        if (asprintf(&w->death_cause, "%s%s", cause, why) < 0)
+                w->death_cause = NULL; /* the hooks then say less; the journal line has it all */
         count_early_death(p, w, si, oom, cause, expected);
         worker_dead(p, w);
         return 0;

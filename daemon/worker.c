@@ -63,6 +63,7 @@ Worker *worker_free(Worker *w) {
         free(w->socket_path);
         free(w->channel_close_reason);
         free(w->stop_reason);
+        free(w->death_cause);
         backend_place_done(&w->place);
         free(w->sensor_version);
         free(w);

@@ -56,6 +56,7 @@ typedef struct Worker {
         usec_t routable_at;
         usec_t stop_started_at;
         char *stop_reason;
+        char *death_cause;  /* how it died, as the journal said it: set at its death, for the hooks */
 
         /* its listening socket (we keep our copy for sock_diag) and the probe that proves it accepts */
         int listen_fd;

@@ -12,7 +12,7 @@ import sys
 
 TOP = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
 TOP = os.path.abspath(TOP)
-ROOTS = ["shared", "proto", "daemon", "sensor", "demo"]
+ROOTS = ["shared", "proto", "daemon", "sensor", "demo", "ctl"]
 # What a pure layer must not include or call: I/O, the loop, the clock. (A pure core is a function of
 # its inputs; the shells around it feed it readings and the time.)
 IMPURE_HEADERS = {"log.h", "fd-util.h", "channel.h", "config.h", "cgroup.h", "spawn.h", "sockdiag.h"}
