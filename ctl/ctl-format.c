@@ -106,14 +106,14 @@ static void print_drain(FILE *f, const CtlDrain *d) {
 }
 
 void ctl_print_workers(FILE *f, const CtlStatus *s) {
-        fprintf(f, "%-8s %-9s %-27s %-9s %5s %5s %5s %5s %5s %6s %7s %8s  %s\n", "WORKER", "STATE", "OCCUPANCY",
-                "BOTTLENCK", "MEM", "CPU", "EXEC", "USERS", "INFL", "RPS", "RSS", "PID", "HELD");
+        fprintf(f, "%-8s %-9s %-27s %-10s %5s %5s %5s %5s %5s %6s %7s %8s  %s\n", "WORKER", "STATE", "OCCUPANCY",
+                "BOTTLENECK", "MEM", "CPU", "EXEC", "USERS", "INFL", "RPS", "RSS", "PID", "HELD");
         for (size_t i = 0; i < s->n_workers; i++) {
                 const CtlWorker *w = &s->workers[i];
                 char name[24], bar[BAR_WIDTH + 1], m[16], c[16], e[16], rps[16], rss[16];
 
                 snprintf(name, sizeof name, "w%u%s%s", w->id, w->reception ? " rec" : "", w->evacuating ? " evac" : "");
-                fprintf(f, "%-8s %-9s [%s] %4.2f %-9s %5s %5s %5s %5u %5u %6s %7s %8u  %s\n", name, w->state,
+                fprintf(f, "%-8s %-9s [%s] %4.2f %-10s %5s %5s %5s %5u %5u %6s %7s %8u  %s\n", name, w->state,
                         ctl_occupancy_bar(w->occupancy, BAR_WIDTH, bar), w->occupancy,
                         w->bottleneck[0] ? w->bottleneck : "-",
                         fmt_fraction(m, sizeof m, w->has & BUS_API_HAS_MEMORY, w->memory),
