@@ -35,10 +35,9 @@ const char ctl_usage[] =
         "Exit status: 0 done, 1 failed, 2 usage, 3 group not running, 4 access denied.\n";
 
 static const char *const verb_names[_CTL_VERB_MAX] = {
-        [CTL_STATUS] = "status",   [CTL_WORKERS] = "workers", [CTL_USERS] = "users",
-        [CTL_MOVE] = "move",       [CTL_SCALE] = "scale",     [CTL_COMPACT] = "compact",
-        [CTL_RETIRE] = "retire",   [CTL_RELOAD] = "reload",   [CTL_HELP] = "help",
-        [CTL_VERSION] = "version",
+        [CTL_STATUS] = "status", [CTL_WORKERS] = "workers", [CTL_USERS] = "users",   [CTL_MOVE] = "move",
+        [CTL_SCALE] = "scale",   [CTL_COMPACT] = "compact", [CTL_RETIRE] = "retire", [CTL_RELOAD] = "reload",
+        [CTL_HELP] = "help",     [CTL_VERSION] = "version",
 };
 
 const char *ctl_verb_to_string(CtlVerb v) {
@@ -118,7 +117,7 @@ static int parse_option(int argc, char *const *argv, int *i, CtlArgs *a, char *e
 }
 
 static int parse_operands(const char *const *ops, size_t n, CtlArgs *a, char *error, size_t size) {
-        static const size_t arity[_CTL_VERB_MAX] = { [CTL_MOVE] = 2, [CTL_SCALE] = 1, [CTL_RETIRE] = 1 };
+        static const size_t arity[_CTL_VERB_MAX] = {[CTL_MOVE] = 2, [CTL_SCALE] = 1, [CTL_RETIRE] = 1};
         const char *verb = ctl_verb_to_string(a->verb);
 
         if (a->verb == CTL_STATUS && n == 1) {
@@ -152,7 +151,7 @@ static int parse_operands(const char *const *ops, size_t n, CtlArgs *a, char *er
 }
 
 int ctl_args_parse(int argc, char *const *argv, uid_t uid, CtlArgs *ret, char *error, size_t size) {
-        CtlArgs a = { .verb = _CTL_VERB_INVALID, .bus = bus_api_kind_default(uid) };
+        CtlArgs a = {.verb = _CTL_VERB_INVALID, .bus = bus_api_kind_default(uid)};
         const char *ops[4];
         size_t n_ops = 0;
         bool dashdash = false, help = false, version = false;
@@ -190,7 +189,8 @@ int ctl_args_parse(int argc, char *const *argv, uid_t uid, CtlArgs *ret, char *e
                         continue;
                 }
                 if (n_ops >= ELEMENTSOF(ops))
-                        return usage_error(error, size, "too many arguments for '%s'", ctl_verb_to_string(a.verb));
+                        return usage_error(error, size, "too many arguments for '%s'",
+                                           ctl_verb_to_string(a.verb));
                 ops[n_ops++] = s;
         }
         if (help || version) {

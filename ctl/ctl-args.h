@@ -43,10 +43,10 @@ typedef struct CtlArgs {
         CtlVerb verb;
         const char *group; /* NULL: the one group on the bus */
         bool json;
-        BusApiKind bus;    /* BUS_API_USER or BUS_API_SYSTEM */
-        const char *user;  /* move */
-        unsigned worker;   /* move, retire: wN */
-        unsigned n;        /* scale */
+        BusApiKind bus;   /* BUS_API_USER or BUS_API_SYSTEM */
+        const char *user; /* move */
+        unsigned worker;  /* move, retire: wN */
+        unsigned n;       /* scale */
 } CtlArgs;
 
 /* "w3" or "3" → 3; -EINVAL for anything else (0 included: workers count from 1). */

@@ -26,7 +26,8 @@ int ctl_bus_error_exit(const CtlBus *c, const char *what, const sd_bus_error *er
                 return CTL_EXIT_NOT_RUNNING;
         }
         if (sd_bus_error_has_name(error, SD_BUS_ERROR_ACCESS_DENIED) || r == -EACCES || r == -EPERM) {
-                fprintf(stderr, "elastic-poolctl: %s of group '%s': access denied: %s\n", what, c->group, msg);
+                fprintf(stderr, "elastic-poolctl: %s of group '%s': access denied: %s\n", what, c->group,
+                        msg);
                 return CTL_EXIT_DENIED;
         }
         fprintf(stderr, "elastic-poolctl: %s of group '%s' failed: %s\n", what, c->group, msg);
@@ -42,8 +43,8 @@ static int pick_group(CtlBus *c) {
         const char *name;
         int r;
 
-        r = sd_bus_call_method(c->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                               "ListNames", &error, &reply, NULL);
+        r = sd_bus_call_method(c->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                               "org.freedesktop.DBus", "ListNames", &error, &reply, NULL);
         if (r < 0) {
                 fprintf(stderr, "elastic-poolctl: cannot list the names on the %s bus: %s\n", kind_name(c),
                         error.message ? error.message : strerror(-r));
@@ -65,13 +66,14 @@ static int pick_group(CtlBus *c) {
                 return CTL_EXIT_FAILURE;
         }
         if (found > 1) {
-                fprintf(stderr, "elastic-poolctl: %zu groups run on the %s bus (%s): name one with --group\n", found,
+                fprintf(stderr,
+                        "elastic-poolctl: %zu groups run on the %s bus (%s): name one with --group\n", found,
                         kind_name(c), list);
                 return CTL_EXIT_USAGE;
         }
         if (found == 0) {
-                fprintf(stderr, "elastic-poolctl: no elastic-pool group is running on the %s bus%s\n", kind_name(c),
-                        c->kind == BUS_API_USER ? " (try --system)" : " (try --user)");
+                fprintf(stderr, "elastic-poolctl: no elastic-pool group is running on the %s bus%s\n",
+                        kind_name(c), c->kind == BUS_API_USER ? " (try --system)" : " (try --user)");
                 return CTL_EXIT_NOT_RUNNING;
         }
         /* the label until the group says its name (status reads it) */
@@ -82,10 +84,11 @@ static int pick_group(CtlBus *c) {
 int ctl_bus_open(CtlBus *c, const CtlArgs *a) {
         int r;
 
-        *c = (CtlBus) { .kind = a->bus };
+        *c = (CtlBus){.kind = a->bus};
         r = a->bus == BUS_API_SYSTEM ? sd_bus_open_system(&c->bus) : sd_bus_open_user(&c->bus);
         if (r < 0) {
-                fprintf(stderr, "elastic-poolctl: cannot connect to the %s bus: %s\n", kind_name(c), strerror(-r));
+                fprintf(stderr, "elastic-poolctl: cannot connect to the %s bus: %s\n", kind_name(c),
+                        strerror(-r));
                 return CTL_EXIT_FAILURE;
         }
         if (!a->group)
@@ -106,14 +109,14 @@ void ctl_bus_close(CtlBus *c) {
 
 /* ---- reading ---- */
 
-#define GROW(array, n)                                                                       \
-        ({                                                                                   \
-                typeof(array) _a = reallocarray((array), (n) + 1, sizeof *(array));          \
-                if (_a) {                                                                    \
-                        (array) = _a;                                                        \
-                        memset(&(array)[(n)], 0, sizeof *(array));                           \
-                }                                                                            \
-                _a ? &(array)[(n)++] : NULL;                                                 \
+#define GROW(array, n)                                                              \
+        ({                                                                          \
+                typeof(array) _a = reallocarray((array), (n) + 1, sizeof *(array)); \
+                if (_a) {                                                           \
+                        (array) = _a;                                               \
+                        memset(&(array)[(n)], 0, sizeof *(array));                  \
+                }                                                                   \
+                _a ? &(array)[(n)++] : NULL;                                        \
         })
 
 static int read_workers(sd_bus_message *m, CtlStatus *s) {
@@ -123,9 +126,9 @@ static int read_workers(sd_bus_message *m, CtlStatus *s) {
         r = sd_bus_message_enter_container(m, 'a', BUS_API_WORKER_SIG);
         while (r >= 0 &&
                (r = sd_bus_message_read(m, BUS_API_WORKER_SIG, &w.id, &w.pid, &w.place, &w.state, &reception,
-                                        &evacuating, &w.freshness, &w.occupancy, &w.bottleneck, &w.has, &w.memory,
-                                        &w.cpu, &w.executor, &w.users, &w.inflight, &w.rps, &w.memory_bytes,
-                                        &w.cpu_cores, &w.held)) > 0) {
+                                        &evacuating, &w.freshness, &w.occupancy, &w.bottleneck, &w.has,
+                                        &w.memory, &w.cpu, &w.executor, &w.users, &w.inflight, &w.rps,
+                                        &w.memory_bytes, &w.cpu_cores, &w.held)) > 0) {
                 CtlWorker *slot = GROW(s->workers, s->n_workers);
 
                 if (!slot)
@@ -143,7 +146,7 @@ static int read_users(sd_bus_message *m, CtlStatus *s) {
 
         r = sd_bus_message_enter_container(m, 'a', BUS_API_USER_SIG);
         while (r >= 0 && (r = sd_bus_message_read(m, BUS_API_USER_SIG, &u.name, &u.worker, &u.requests,
-                                                   &u.busy_seconds, &u.open, &moving)) > 0) {
+                                                  &u.busy_seconds, &u.open, &moving)) > 0) {
                 CtlUser *slot = GROW(s->users, s->n_users);
 
                 if (!slot)
@@ -160,8 +163,8 @@ static int read_holds(sd_bus_message *m, CtlStatus *s) {
         int r;
 
         r = sd_bus_message_enter_container(m, 'a', BUS_API_HOLD_SIG);
-        while (r >= 0 && (r = sd_bus_message_read(m, BUS_API_HOLD_SIG, &h.decision, &h.kind, &worker, &h.reason,
-                                                   &h.for_usec)) > 0) {
+        while (r >= 0 && (r = sd_bus_message_read(m, BUS_API_HOLD_SIG, &h.decision, &h.kind, &worker,
+                                                  &h.reason, &h.for_usec)) > 0) {
                 CtlHold *slot = GROW(s->holds, s->n_holds);
 
                 if (!slot)
@@ -176,8 +179,8 @@ static int read_drain(sd_bus_message *m, CtlDrain *d) {
         int asked, r;
 
         r = sd_bus_message_read(m, BUS_API_DRAIN_SIG, &d->worker, &asked, &d->for_usec, &d->users_at_start,
-                                &d->moved, &d->repointed, &d->deferred, &d->users_left, &d->why, &d->last, &d->done,
-                                &d->stopped);
+                                &d->moved, &d->repointed, &d->deferred, &d->users_left, &d->why, &d->last,
+                                &d->done, &d->stopped);
         d->asked = asked;
         return r;
 }
@@ -187,14 +190,14 @@ static int read_property(sd_bus_message *m, const char *name, CtlStatus *s) {
         static const struct {
                 const char *name, *sig;
         } known[] = {
-                { "Group", "s" },
-                { "Backend", "s" },
-                { "Workers", "a" BUS_API_WORKER_SIG },
-                { "Users", "a" BUS_API_USER_SIG },
-                { "Holds", "a" BUS_API_HOLD_SIG },
-                { "Drain", BUS_API_DRAIN_SIG },
-                { "Counters", BUS_API_COUNTERS_SIG },
-                { "ScaleTarget", "u" },
+                {"Group", "s"},
+                {"Backend", "s"},
+                {"Workers", "a" BUS_API_WORKER_SIG},
+                {"Users", "a" BUS_API_USER_SIG},
+                {"Holds", "a" BUS_API_HOLD_SIG},
+                {"Drain", BUS_API_DRAIN_SIG},
+                {"Counters", BUS_API_COUNTERS_SIG},
+                {"ScaleTarget", "u"},
         };
         size_t i;
         int r;
@@ -227,7 +230,8 @@ static int read_property(sd_bus_message *m, const char *name, CtlStatus *s) {
                 r = read_drain(m, &s->drain);
                 break;
         case 6:
-                r = sd_bus_message_read(m, BUS_API_COUNTERS_SIG, &s->reports, &s->spawns, &s->deaths, &s->moves);
+                r = sd_bus_message_read(m, BUS_API_COUNTERS_SIG, &s->reports, &s->spawns, &s->deaths,
+                                        &s->moves);
                 break;
         default:
                 r = sd_bus_message_read(m, "u", &s->scale_target);
@@ -256,11 +260,14 @@ int ctl_bus_read_status(CtlBus *c, CtlStatus *s) {
         int r;
 
         ctl_status_done(s);
-        *s = (CtlStatus) { .group = c->group, .bus_name = c->name, .bus_kind = kind_name(c), .backend = "?",
-                           .drain = { .why = "", .last = "" } };
+        *s = (CtlStatus){.group = c->group,
+                         .bus_name = c->name,
+                         .bus_kind = kind_name(c),
+                         .backend = "?",
+                         .drain = {.why = "", .last = ""}};
         c->reply = sd_bus_message_unref(c->reply);
-        r = sd_bus_call_method(c->bus, c->name, BUS_API_PATH, "org.freedesktop.DBus.Properties", "GetAll", &error,
-                               &c->reply, "s", BUS_API_INTERFACE);
+        r = sd_bus_call_method(c->bus, c->name, BUS_API_PATH, "org.freedesktop.DBus.Properties", "GetAll",
+                               &error, &c->reply, "s", BUS_API_INTERFACE);
         if (r < 0)
                 return ctl_bus_error_exit(c, "reading the status", &error, r);
         r = parse_get_all(c->reply, s);
@@ -320,13 +327,14 @@ static int on_user_moved(sd_bus_message *m, void *userdata, sd_bus_error *error)
 
 int ctl_bus_move(CtlBus *c, const char *user, unsigned worker) {
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
-        MoveWait w = { .user = user };
+        MoveWait w = {.user = user};
         usec_t deadline;
         int r;
 
         /* before the call: a re-point can end inside it. Matched on path and member (a well-known sender
          * would not match the unique name the signal comes from) and filtered on the user. */
-        r = sd_bus_match_signal(c->bus, &slot, NULL, BUS_API_PATH, BUS_API_INTERFACE, "UserMoved", on_user_moved, &w);
+        r = sd_bus_match_signal(c->bus, &slot, NULL, BUS_API_PATH, BUS_API_INTERFACE, "UserMoved",
+                                on_user_moved, &w);
         if (r < 0) {
                 fprintf(stderr, "elastic-poolctl: cannot watch UserMoved on the %s bus: %s\n", kind_name(c),
                         strerror(-r));
@@ -340,8 +348,9 @@ int ctl_bus_move(CtlBus *c, const char *user, unsigned worker) {
                 usec_t now = now_usec(CLOCK_MONOTONIC);
 
                 if (now >= deadline) {
-                        fprintf(stderr, "elastic-poolctl: the move of '%s' to w%u in group '%s' began but did not "
-                                        "end within %llus\n",
+                        fprintf(stderr,
+                                "elastic-poolctl: the move of '%s' to w%u in group '%s' began but did not "
+                                "end within %llus\n",
                                 user, worker, c->group, (unsigned long long) (MOVE_WAIT / USEC_PER_SEC));
                         return CTL_EXIT_FAILURE;
                 }
@@ -349,13 +358,15 @@ int ctl_bus_move(CtlBus *c, const char *user, unsigned worker) {
                 if (r == 0)
                         r = sd_bus_wait(c->bus, deadline - now);
                 if (r < 0) {
-                        fprintf(stderr, "elastic-poolctl: lost the %s bus waiting for the move of '%s': %s\n",
+                        fprintf(stderr,
+                                "elastic-poolctl: lost the %s bus waiting for the move of '%s': %s\n",
                                 kind_name(c), user, strerror(-r));
                         return CTL_EXIT_FAILURE;
                 }
         }
         if (strcmp(w.outcome, "done") != 0 && strcmp(w.outcome, "re-pointed") != 0) {
-                fprintf(stderr, "elastic-poolctl: the move of '%s' from w%u to w%u in group '%s' failed: %s\n", user,
+                fprintf(stderr,
+                        "elastic-poolctl: the move of '%s' from w%u to w%u in group '%s' failed: %s\n", user,
                         w.from, w.to, c->group, w.outcome);
                 return CTL_EXIT_FAILURE;
         }
@@ -367,7 +378,8 @@ int ctl_bus_scale(CtlBus *c, unsigned n) {
         int r = call(c, "scale", "ScaleTo", "u", (uint32_t) n);
 
         if (r == CTL_EXIT_OK)
-                printf("Group %s: scaling to %u workers (growing at once, shrinking one retire at a time; the "
+                printf("Group %s: scaling to %u workers (growing at once, shrinking one retire at a time; "
+                       "the "
                        "policies go on deciding)\n",
                        c->group, n);
         return r;
@@ -377,7 +389,8 @@ int ctl_bus_compact(CtlBus *c) {
         int r = call(c, "compact", "Compact", NULL);
 
         if (r == CTL_EXIT_OK)
-                printf("Group %s: compacting (the least occupied worker is retired, its users moved off first)\n",
+                printf("Group %s: compacting (the least occupied worker is retired, its users moved off "
+                       "first)\n",
                        c->group);
         return r;
 }

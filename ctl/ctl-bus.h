@@ -14,9 +14,9 @@
 typedef struct CtlBus {
         sd_bus *bus;
         BusApiKind kind;
-        char name[BUS_API_NAME_MAX]; /* the group's well-known name */
+        char name[BUS_API_NAME_MAX];  /* the group's well-known name */
         char group[BUS_API_NAME_MAX]; /* as asked, or as the only group on the bus says */
-        sd_bus_message *reply;       /* the last GetAll: CtlStatus strings point into it */
+        sd_bus_message *reply;        /* the last GetAll: CtlStatus strings point into it */
 } CtlBus;
 
 /* The exit code for an error a call to the group ended with, the message printed: not running (no

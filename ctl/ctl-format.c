@@ -96,32 +96,38 @@ static void print_drain(FILE *f, const CtlDrain *d) {
                 fputs("      Drain: none", f);
         else
                 fprintf(f,
-                        "      Drain: w%u for %s (%s%s): %u of %u users moved, %u re-pointed, %u deferred, %u "
+                        "      Drain: w%u for %s (%s%s): %u of %u users moved, %u re-pointed, %u deferred, "
+                        "%u "
                         "left",
-                        d->worker, fmt_usec(span, sizeof span, d->for_usec), d->asked ? "operator, " : "", d->why,
-                        d->moved, d->users_at_start, d->repointed, d->deferred, d->users_left);
+                        d->worker, fmt_usec(span, sizeof span, d->for_usec), d->asked ? "operator, " : "",
+                        d->why, d->moved, d->users_at_start, d->repointed, d->deferred, d->users_left);
         if (d->last && d->last[0])
                 fprintf(f, "; last: %s", d->last);
         fprintf(f, " (%" PRIu64 " done, %" PRIu64 " stopped)\n", d->done, d->stopped);
 }
 
 void ctl_print_workers(FILE *f, const CtlStatus *s) {
-        fprintf(f, "%-8s %-9s %-27s %-10s %5s %5s %5s %5s %5s %6s %7s %8s  %s\n", "WORKER", "STATE", "OCCUPANCY",
-                "BOTTLENECK", "MEM", "CPU", "EXEC", "USERS", "INFL", "RPS", "RSS", "PID", "HELD");
+        fprintf(f, "%-8s %-9s %-27s %-10s %5s %5s %5s %5s %5s %6s %7s %8s  %s\n", "WORKER", "STATE",
+                "OCCUPANCY", "BOTTLENECK", "MEM", "CPU", "EXEC", "USERS", "INFL", "RPS", "RSS", "PID",
+                "HELD");
         for (size_t i = 0; i < s->n_workers; i++) {
                 const CtlWorker *w = &s->workers[i];
                 char name[24], bar[BAR_WIDTH + 1], m[16], c[16], e[16], rps[16], rss[16];
 
-                snprintf(name, sizeof name, "w%u%s%s", w->id, w->reception ? " rec" : "", w->evacuating ? " evac" : "");
-                fprintf(f, "%-8s %-9s [%s] %4.2f %-10s %5s %5s %5s %5u %5u %6s %7s %8u  %s\n", name, w->state,
-                        ctl_occupancy_bar(w->occupancy, BAR_WIDTH, bar), w->occupancy,
+                snprintf(name, sizeof name, "w%u%s%s", w->id, w->reception ? " rec" : "",
+                         w->evacuating ? " evac" : "");
+                fprintf(f, "%-8s %-9s [%s] %4.2f %-10s %5s %5s %5s %5u %5u %6s %7s %8u  %s\n", name,
+                        w->state, ctl_occupancy_bar(w->occupancy, BAR_WIDTH, bar), w->occupancy,
                         w->bottleneck[0] ? w->bottleneck : "-",
                         fmt_fraction(m, sizeof m, w->has & BUS_API_HAS_MEMORY, w->memory),
                         fmt_fraction(c, sizeof c, w->has & BUS_API_HAS_CPU, w->cpu),
-                        fmt_fraction(e, sizeof e, w->has & BUS_API_HAS_EXECUTOR, w->executor), w->users, w->inflight,
-                        fmt_fraction(rps, sizeof rps, w->has & BUS_API_HAS_RPS, w->rps),
-                        fmt_bytes(rss, sizeof rss, w->has & BUS_API_HAS_MEMORY_BYTES, w->memory_bytes), w->pid,
-                        w->held[0] ? w->held : strcmp(w->freshness, "fresh") == 0 ? "-" : w->freshness);
+                        fmt_fraction(e, sizeof e, w->has & BUS_API_HAS_EXECUTOR, w->executor), w->users,
+                        w->inflight, fmt_fraction(rps, sizeof rps, w->has & BUS_API_HAS_RPS, w->rps),
+                        fmt_bytes(rss, sizeof rss, w->has & BUS_API_HAS_MEMORY_BYTES, w->memory_bytes),
+                        w->pid,
+                        w->held[0]                           ? w->held
+                        : strcmp(w->freshness, "fresh") == 0 ? "-"
+                                                             : w->freshness);
         }
 }
 
@@ -132,8 +138,8 @@ void ctl_print_users(FILE *f, const CtlStatus *s) {
                 char w[16];
 
                 snprintf(w, sizeof w, "w%u", u->worker);
-                fprintf(f, "%-24s %-7s %9" PRIu64 " %9.3fs %5u %s\n", u->name, w, u->requests, u->busy_seconds, u->open,
-                        u->moving ? "yes" : "no");
+                fprintf(f, "%-24s %-7s %9" PRIu64 " %9.3fs %5u %s\n", u->name, w, u->requests,
+                        u->busy_seconds, u->open, u->moving ? "yes" : "no");
         }
 }
 
@@ -154,15 +160,15 @@ void ctl_print_status(FILE *f, const CtlStatus *s) {
         fprintf(f, "%s elastic-pool group %s\n", s->n_holds > 0 ? "!" : "*", s->group);
         fprintf(f, "        Bus: %s on the %s bus\n", s->bus_name, s->bus_kind);
         fprintf(f, "    Backend: %s\n", s->backend);
-        fprintf(f, "    Workers: %zu (%u routable, %u starting, %u leaving), %u %s logged in\n", s->n_workers,
-                routable, starting, leaving, users, plural(users, "user", "users"));
+        fprintf(f, "    Workers: %zu (%u routable, %u starting, %u leaving), %u %s logged in\n",
+                s->n_workers, routable, starting, leaving, users, plural(users, "user", "users"));
         print_holds(f, s);
         print_drain(f, &s->drain);
         if (s->scale_target > 0)
                 fprintf(f, "    Scaling: down to %u workers, one retire at a time\n", s->scale_target);
-        fprintf(f, "   Counters: %" PRIu64 " reports, %" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64 " %s\n", s->reports,
-                s->spawns, plural(s->spawns, "spawn", "spawns"), s->deaths, plural(s->deaths, "death", "deaths"),
-                s->moves, plural(s->moves, "move", "moves"));
+        fprintf(f, "   Counters: %" PRIu64 " reports, %" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64 " %s\n",
+                s->reports, s->spawns, plural(s->spawns, "spawn", "spawns"), s->deaths,
+                plural(s->deaths, "death", "deaths"), s->moves, plural(s->moves, "move", "moves"));
         fputc('\n', f);
         ctl_print_workers(f, s);
 }
@@ -242,8 +248,9 @@ static void json_users_array(FILE *f, const CtlStatus *s) {
 
                 fprintf(f, "%s{\"name\":", i > 0 ? "," : "");
                 json_string(f, u->name);
-                fprintf(f, ",\"worker\":\"w%u\",\"requests\":%" PRIu64 ",\"busy_seconds\":%.6f,\"open\":%u,"
-                           "\"moving\":%s}",
+                fprintf(f,
+                        ",\"worker\":\"w%u\",\"requests\":%" PRIu64 ",\"busy_seconds\":%.6f,\"open\":%u,"
+                        "\"moving\":%s}",
                         u->worker, u->requests, u->busy_seconds, u->open, u->moving ? "true" : "false");
         }
         fputc(']', f);
@@ -254,10 +261,11 @@ static void json_drain(FILE *f, const CtlDrain *d) {
         if (d->worker == 0)
                 fputs("null", f);
         else {
-                fprintf(f, "{\"worker\":\"w%u\",\"for_ms\":%" PRIu64 ",\"operator\":%s,\"users_at_start\":%u,"
-                           "\"moved\":%u,\"repointed\":%u,\"deferred\":%u,\"users_left\":%u,\"why\":",
-                        d->worker, d->for_usec / 1000, d->asked ? "true" : "false", d->users_at_start, d->moved,
-                        d->repointed, d->deferred, d->users_left);
+                fprintf(f,
+                        "{\"worker\":\"w%u\",\"for_ms\":%" PRIu64 ",\"operator\":%s,\"users_at_start\":%u,"
+                        "\"moved\":%u,\"repointed\":%u,\"deferred\":%u,\"users_left\":%u,\"why\":",
+                        d->worker, d->for_usec / 1000, d->asked ? "true" : "false", d->users_at_start,
+                        d->moved, d->repointed, d->deferred, d->users_left);
                 json_string(f, d->why);
                 fputc('}', f);
         }
@@ -317,8 +325,9 @@ void ctl_json_status(FILE *f, const CtlStatus *s) {
                 fprintf(f, "%u", s->scale_target);
         else
                 fputs("null", f);
-        fprintf(f, ",\"counters\":{\"reports\":%" PRIu64 ",\"spawns\":%" PRIu64 ",\"deaths\":%" PRIu64
-                   ",\"moves\":%" PRIu64 "}}\n",
+        fprintf(f,
+                ",\"counters\":{\"reports\":%" PRIu64 ",\"spawns\":%" PRIu64 ",\"deaths\":%" PRIu64
+                ",\"moves\":%" PRIu64 "}}\n",
                 s->reports, s->spawns, s->deaths, s->moves);
 }
 

@@ -10,12 +10,9 @@
 #include "macro.h"
 
 static const char *const property_names[_BUS_PROPERTY_MAX] = {
-        [BUS_PROPERTY_WORKERS] = "Workers",
-        [BUS_PROPERTY_USERS] = "Users",
-        [BUS_PROPERTY_HOLDS] = "Holds",
-        [BUS_PROPERTY_DRAIN] = "Drain",
-        [BUS_PROPERTY_COUNTERS] = "Counters",
-        [BUS_PROPERTY_SCALE_TARGET] = "ScaleTarget",
+        [BUS_PROPERTY_WORKERS] = "Workers",   [BUS_PROPERTY_USERS] = "Users",
+        [BUS_PROPERTY_HOLDS] = "Holds",       [BUS_PROPERTY_DRAIN] = "Drain",
+        [BUS_PROPERTY_COUNTERS] = "Counters", [BUS_PROPERTY_SCALE_TARGET] = "ScaleTarget",
 };
 
 const char *bus_property_to_string(BusProperty p) {
@@ -28,7 +25,8 @@ unsigned bus_workers_staying(const Pool *p) {
         for (size_t i = 0; i < p->n_workers; i++) {
                 const Worker *w = p->workers[i];
 
-                if ((w->state == WORKER_STARTING || w->state == WORKER_PROBING || w->state == WORKER_ROUTABLE) &&
+                if ((w->state == WORKER_STARTING || w->state == WORKER_PROBING ||
+                     w->state == WORKER_ROUTABLE) &&
                     !w->evacuating)
                         n++;
         }
@@ -38,7 +36,7 @@ unsigned bus_workers_staying(const Pool *p) {
 /* Why decisions on w are held, "" when nothing holds them: its reading first (missing is never zero),
  * then a hold of the capacity shell that names it. */
 static void worker_held(const Bus *b, const Worker *w, usec_t now, char *buf, size_t size) {
-        const Hold *holds[] = { &b->capacity->scale_up_hold, &b->capacity->compaction_hold };
+        const Hold *holds[] = {&b->capacity->scale_up_hold, &b->capacity->compaction_hold};
         char span[32];
         usec_t since;
 
@@ -87,9 +85,9 @@ static int append_worker(const Bus *b, sd_bus_message *reply, const Worker *w, u
 
         return sd_bus_message_append(
                 reply, BUS_API_WORKER_SIG, w->id, (uint32_t) w->pid,
-                w->place.unit ? w->place.unit : strempty(w->place.cgroup_path), worker_state_to_string(w->state),
-                w == b->pool->reception, w->evacuating,
-                freshness_to_string(capacity_freshness(b->capacity, w, now, &(usec_t) { 0 })), o->value,
+                w->place.unit ? w->place.unit : strempty(w->place.cgroup_path),
+                worker_state_to_string(w->state), w == b->pool->reception, w->evacuating,
+                freshness_to_string(capacity_freshness(b->capacity, w, now, &(usec_t){0})), o->value,
                 o->bottleneck >= 0 ? component_to_string(o->bottleneck) : "", has,
                 has & BUS_API_HAS_MEMORY ? o->component[COMPONENT_MEMORY] : 0.0,
                 has & BUS_API_HAS_CPU ? o->component[COMPONENT_CPU] : 0.0,
@@ -137,8 +135,9 @@ int bus_property_get_users(sd_bus *bus, const char *path, const char *interface,
 static int append_hold(sd_bus_message *reply, const char *decision, const Hold *h, usec_t now) {
         if (!h->active)
                 return 0;
-        return sd_bus_message_append(reply, BUS_API_HOLD_SIG, decision, strempty(decision_kind_to_string(h->kind)),
-                                     (int32_t) h->worker, h->reason, (uint64_t) (now > h->since ? now - h->since : 0));
+        return sd_bus_message_append(reply, BUS_API_HOLD_SIG, decision,
+                                     strempty(decision_kind_to_string(h->kind)), (int32_t) h->worker,
+                                     h->reason, (uint64_t) (now > h->since ? now - h->since : 0));
 }
 
 int bus_property_get_holds(sd_bus *bus, const char *path, const char *interface, const char *property,
@@ -189,7 +188,7 @@ static uint64_t mix(uint64_t h, const void *p, size_t n) {
         return h;
 }
 
-#define MIX(h, v) mix((h), &(typeof(v)) { v }, sizeof(v))
+#define MIX(h, v) mix((h), &(typeof(v)){v}, sizeof(v))
 
 static uint64_t mix_string(uint64_t h, const char *s) {
         return mix(h, strempty(s), strlen(strempty(s)) + 1);
@@ -212,7 +211,7 @@ static uint64_t workers_fingerprint(const Bus *b) {
                 h = MIX(h, w->evacuating);
                 h = MIX(h, capacity_worker_users(b->capacity, w));
                 h = MIX(h, t.inflight);
-                h = MIX(h, (int) capacity_freshness(b->capacity, w, now, &(usec_t) { 0 }));
+                h = MIX(h, (int) capacity_freshness(b->capacity, w, now, &(usec_t){0}));
         }
         return h;
 }

@@ -22,7 +22,6 @@
  * notices that a retire is over. */
 #define BUS_TICK (250 * USEC_PER_MSEC)
 
-
 BusApiKind bus_choose(const char *env, uid_t uid) {
         BusApiKind k;
 
@@ -53,8 +52,8 @@ static int check_privileged(Bus *b, sd_bus_message *m, const char *what, sd_bus_
                 r = sd_bus_creds_get_euid(creds, &euid);
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "%s of group '%s' refused: the caller's uid cannot be told (%s)", what,
-                                         b->group, strerror(-r));
+                                         "%s of group '%s' refused: the caller's uid cannot be told (%s)",
+                                         what, b->group, strerror(-r));
         if (euid == 0 || euid == b->own_uid)
                 return 0;
         log_notice("D-Bus: %s of group '%s' refused to %s (uid %u): only root or uid %u may", what, b->group,
@@ -87,7 +86,8 @@ static bool pool_shrinking(const Bus *b) {
         if (b->compaction->drain.worker != 0)
                 return true;
         for (size_t i = 0; i < b->pool->n_workers; i++)
-                if (b->pool->workers[i]->state == WORKER_DRAINING || b->pool->workers[i]->state == WORKER_STOPPING)
+                if (b->pool->workers[i]->state == WORKER_DRAINING ||
+                    b->pool->workers[i]->state == WORKER_STOPPING)
                         return true;
         return false;
 }
@@ -115,8 +115,10 @@ static void scale_step(Bus *b) {
         if (r == -EBUSY)
                 return;
         if (r < 0) {
-                log_warning_errno(r, "ScaleTo: cannot retire %s of group '%s', stopping at %u workers (target "
-                                     "%u): %m", WORKER_NAME(w), b->group, staying, b->scale_target);
+                log_warning_errno(r,
+                                  "ScaleTo: cannot retire %s of group '%s', stopping at %u workers (target "
+                                  "%u): %m",
+                                  WORKER_NAME(w), b->group, staying, b->scale_target);
                 b->scale_target = 0;
                 return;
         }
@@ -138,8 +140,8 @@ static int method_scale_to(sd_bus_message *m, void *userdata, sd_bus_error *erro
                 return r;
         if (n < b->config->min_workers)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "ScaleTo(%u): group '%s' keeps at least min_workers=%u", n, b->group,
-                                         b->config->min_workers);
+                                         "ScaleTo(%u): group '%s' keeps at least min_workers=%u", n,
+                                         b->group, b->config->min_workers);
         if (b->config->max_workers > 0 && n > b->config->max_workers)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "ScaleTo(%u): group '%s' has at most max_workers=%u", n, b->group,
@@ -155,8 +157,8 @@ static int method_scale_to(sd_bus_message *m, void *userdata, sd_bus_error *erro
                 r = pool_spawn(b->pool, "operator ScaleTo");
                 if (r < 0)
                         return sd_bus_error_setf(error, BUS_API_ERROR_NOT_NOW,
-                                                 "ScaleTo(%u): %u of %u spawns began, then: %s%s", n, spawned,
-                                                 n - staying, strerror(-r),
+                                                 "ScaleTo(%u): %u of %u spawns began, then: %s%s", n,
+                                                 spawned, n - staying, strerror(-r),
                                                  r == -EAGAIN || r == -ECANCELED ? " (spawn throttle)" : "");
         }
         if (n < staying) {
@@ -211,12 +213,13 @@ static int method_move_user(sd_bus_message *m, void *userdata, sd_bus_error *err
                 if (!u)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "no logged-in user '%s' in group '%s'", user, b->group);
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "'%s' cannot move from w%u to w%u: one of them takes no part in moves",
-                                         user, u->worker, to);
+                return sd_bus_error_setf(
+                        error, SD_BUS_ERROR_INVALID_ARGS,
+                        "'%s' cannot move from w%u to w%u: one of them takes no part in moves", user,
+                        u->worker, to);
         case -EHOSTUNREACH:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "w%u of group '%s' takes no users", to,
-                                         b->group);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "w%u of group '%s' takes no users", to, b->group);
         case -EBUSY:
                 return sd_bus_error_setf(error, BUS_API_ERROR_NOT_NOW, "user '%s' is moving already", user);
         case -EOPNOTSUPP:
@@ -224,7 +227,8 @@ static int method_move_user(sd_bus_message *m, void *userdata, sd_bus_error *err
                                          "w%u cannot install users while w%u keeps state for '%s'", to,
                                          u ? u->worker : 0, user);
         default:
-                return sd_bus_error_set_errnof(error, r, "moving '%s' to w%u failed: %s", user, to, strerror(-r));
+                return sd_bus_error_set_errnof(error, r, "moving '%s' to w%u failed: %s", user, to,
+                                               strerror(-r));
         }
 }
 
@@ -248,13 +252,15 @@ static int method_retire_worker(sd_bus_message *m, void *userdata, sd_bus_error 
         case 0:
                 return sd_bus_reply_method_return(m, NULL);
         case -ENOENT:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "w%u is no routable worker of group '%s'",
-                                         id, b->group);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "w%u is no routable worker of group '%s'", id, b->group);
         case -EPERM:
                 return sd_bus_error_setf(error, BUS_API_ERROR_NOT_NOW,
-                                         "w%u is the reception of group '%s': it is never retired", id, b->group);
+                                         "w%u is the reception of group '%s': it is never retired", id,
+                                         b->group);
         case -EBUSY:
-                return sd_bus_error_setf(error, BUS_API_ERROR_NOT_NOW, "w%u of group '%s' is being drained already",
+                return sd_bus_error_setf(error, BUS_API_ERROR_NOT_NOW,
+                                         "w%u of group '%s' is being drained already",
                                          b->compaction->drain.worker, b->group);
         default:
                 return sd_bus_error_set_errnof(error, r, "retiring w%u failed: %s", id, strerror(-r));
@@ -273,8 +279,8 @@ static int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_NOT_SUPPORTED, "reload is not available");
         r = b->reload(b->userdata, &why);
         if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "reload of group '%s' failed: %s", b->group,
-                                         why ? why : strerror(-r));
+                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "reload of group '%s' failed: %s",
+                                         b->group, why ? why : strerror(-r));
         return sd_bus_reply_method_return(m, NULL);
 }
 
@@ -310,10 +316,12 @@ static const sd_bus_vtable group_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
         SD_BUS_PROPERTY("Holds", "a" BUS_API_HOLD_SIG, bus_property_get_holds, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("Drain", BUS_API_DRAIN_SIG, bus_property_get_drain, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Drain", BUS_API_DRAIN_SIG, bus_property_get_drain, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Counters", BUS_API_COUNTERS_SIG, bus_property_get_counters, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("ScaleTarget", "u", property_get_scale_target, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ScaleTarget", "u", property_get_scale_target, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         /* every method checks its caller itself (check_privileged): sd-bus' own check trusts every
          * caller of a user bus */
         SD_BUS_METHOD_WITH_NAMES("ScaleTo", "u", SD_BUS_PARAM(workers), "", , method_scale_to,
@@ -326,8 +334,9 @@ static const sd_bus_vtable group_vtable[] = {
         SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_NAMES("WorkerSpawned", "u", SD_BUS_PARAM(worker), 0),
         SD_BUS_SIGNAL_WITH_NAMES("WorkerDied", "us", SD_BUS_PARAM(worker) SD_BUS_PARAM(cause), 0),
-        SD_BUS_SIGNAL_WITH_NAMES("UserMoved", "suus",
-                                 SD_BUS_PARAM(user) SD_BUS_PARAM(from) SD_BUS_PARAM(to) SD_BUS_PARAM(outcome), 0),
+        SD_BUS_SIGNAL_WITH_NAMES(
+                "UserMoved", "suus",
+                SD_BUS_PARAM(user) SD_BUS_PARAM(from) SD_BUS_PARAM(to) SD_BUS_PARAM(outcome), 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -387,7 +396,9 @@ void bus_worker_spawned(Bus *b, const Worker *w) {
 void bus_worker_died(Bus *b, const Worker *w) {
         if (b)
                 emit(b, "WorkerDied", "us", w->id,
-                     w->death_cause ? w->death_cause : w->stop_reason ? w->stop_reason : "gone");
+                     w->death_cause   ? w->death_cause
+                     : w->stop_reason ? w->stop_reason
+                                      : "gone");
 }
 
 void bus_user_moved(Bus *b, const MoveEnd *e) {
@@ -418,17 +429,21 @@ static int bus_publish(Bus *b, BusApiKind kind, sd_event *event) {
                                        bus_api_kind_to_string(kind));
         r = sd_bus_request_name(b->bus, b->name, 0);
         if (r < 0)
-                return log_warning_errno(r, "Cannot take the name %s on the %s bus (%m%s): group '%s' runs "
-                                            "without a D-Bus name",
+                return log_warning_errno(r,
+                                         "Cannot take the name %s on the %s bus (%m%s): group '%s' runs "
+                                         "without a D-Bus name",
                                          b->name, bus_api_kind_to_string(kind),
                                          r == -EEXIST ? ": another commander of the group holds it"
-                                         : r == -EACCES ? ": the bus policy (org.elasticpool.Group1.conf) denies it"
-                                                        : "",
+                                         : r == -EACCES
+                                                 ? ": the bus policy (org.elasticpool.Group1.conf) denies it"
+                                                 : "",
                                          b->group);
         r = sd_bus_attach_event(b->bus, event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
-                return log_error_errno(r, "Failed to attach the %s bus to the loop: %m", bus_api_kind_to_string(kind));
-        r = sd_event_add_time_relative(event, &b->tick, CLOCK_MONOTONIC, BUS_TICK, 50 * USEC_PER_MSEC, on_tick, b);
+                return log_error_errno(r, "Failed to attach the %s bus to the loop: %m",
+                                       bus_api_kind_to_string(kind));
+        r = sd_event_add_time_relative(event, &b->tick, CLOCK_MONOTONIC, BUS_TICK, 50 * USEC_PER_MSEC,
+                                       on_tick, b);
         if (r < 0)
                 return log_error_errno(r, "Failed to arm the bus tick: %m");
         (void) sd_event_source_set_enabled(b->tick, SD_EVENT_ON);
@@ -448,7 +463,7 @@ int bus_new(const BusOptions *o, Bus **ret) {
         b = calloc(1, sizeof *b);
         if (!b)
                 return log_oom();
-        *b = (Bus) {
+        *b = (Bus){
                 .own_uid = geteuid(),
                 .config = o->config,
                 .pool = o->pool,

@@ -46,7 +46,8 @@ int bus_api_group_label(const char *group, char *buf, size_t size) {
                 return 0;
         }
         for (const unsigned char *p = (const unsigned char *) group; *p; p++) {
-                bool escape = !is_alnum(*p) || (p == (const unsigned char *) group && *p >= '0' && *p <= '9');
+                bool escape =
+                        !is_alnum(*p) || (p == (const unsigned char *) group && *p >= '0' && *p <= '9');
 
                 if (n + (escape ? 3 : 1) >= size)
                         return -ENAMETOOLONG;

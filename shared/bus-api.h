@@ -11,8 +11,8 @@
 #include <sys/types.h>
 
 #define BUS_API_NAME_PREFIX "org.elasticpool.Group1."
-#define BUS_API_PATH "/org/elasticpool/Group1"
-#define BUS_API_INTERFACE "org.elasticpool.Group1"
+#define BUS_API_PATH        "/org/elasticpool/Group1"
+#define BUS_API_INTERFACE   "org.elasticpool.Group1"
 /* Errors of our own (the rest are org.freedesktop.DBus.Error.*). */
 #define BUS_API_ERROR_NOT_NOW "org.elasticpool.Group1.Error.NotNow"
 
@@ -23,13 +23,13 @@
  *   (the averaged components in [0, 1]), users, inflight, rps, memory_bytes, cpu_cores (the last report's
  *   fraction of a core), held (why decisions on it are held, "" when nothing is).
  * A value whose bit is clear is absent and reads 0 on the wire: it must never be shown as 0. */
-#define BUS_API_WORKER_SIG "(uussbbsdsuddduudtds)"
-#define BUS_API_HAS_MEMORY (1u << 0)
-#define BUS_API_HAS_CPU (1u << 1)
-#define BUS_API_HAS_EXECUTOR (1u << 2)
-#define BUS_API_HAS_RPS (1u << 3)
+#define BUS_API_WORKER_SIG       "(uussbbsdsuddduudtds)"
+#define BUS_API_HAS_MEMORY       (1u << 0)
+#define BUS_API_HAS_CPU          (1u << 1)
+#define BUS_API_HAS_EXECUTOR     (1u << 2)
+#define BUS_API_HAS_RPS          (1u << 3)
 #define BUS_API_HAS_MEMORY_BYTES (1u << 4)
-#define BUS_API_HAS_CPU_CORES (1u << 5)
+#define BUS_API_HAS_CPU_CORES    (1u << 5)
 
 /* Users: a(sutdub): name, worker, requests and busy seconds since it logged in, open requests, moving. */
 #define BUS_API_USER_SIG "(sutdub)"

@@ -18,16 +18,11 @@ static void test_bus_api_group_label_table(void **state) {
         static const struct {
                 const char *group, *label;
         } table[] = {
-                { "web", "web" },
-                { "Web2", "Web2" },
-                { "a-b", "a_2db" },
-                { "a_b", "a_5fb" },  /* '_' escaped too: a_2db and a-b stay apart */
-                { "a.b", "a_2eb" },
-                { "9lives", "_39lives" }, /* a bus name element may not begin with a digit */
-                { "x9", "x9" },
-                { "", "_" },
-                { "é", "_c3_a9" },
-                { "a b/c", "a_20b_2fc" },
+                {"web", "web"},   {"Web2", "Web2"},
+                {"a-b", "a_2db"}, {"a_b", "a_5fb"},       /* '_' escaped too: a_2db and a-b stay apart */
+                {"a.b", "a_2eb"}, {"9lives", "_39lives"}, /* a bus name element may not begin with a digit */
+                {"x9", "x9"},     {"", "_"},
+                {"é", "_c3_a9"},  {"a b/c", "a_20b_2fc"},
         };
         char buf[BUS_API_NAME_MAX];
 
@@ -54,9 +49,10 @@ static void test_bus_api_group_name_valid_for_every_byte(void **state) {
                 group[1] = (char) c;
                 assert_int_equal(bus_api_group_name(group, buf, sizeof buf), 0);
                 for (const char *p = buf + strlen(BUS_API_NAME_PREFIX); *p; p++)
-                        assert_true((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                                    *p == '_');
-                assert_false(buf[strlen(BUS_API_NAME_PREFIX)] >= '0' && buf[strlen(BUS_API_NAME_PREFIX)] <= '9');
+                        assert_true((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                                    (*p >= '0' && *p <= '9') || *p == '_');
+                assert_false(buf[strlen(BUS_API_NAME_PREFIX)] >= '0' &&
+                             buf[strlen(BUS_API_NAME_PREFIX)] <= '9');
         }
 }
 

@@ -20,7 +20,7 @@
 #include "ctl-format.h"
 #include "macro.h"
 
-#define PYTHON "/usr/bin/python3"
+#define PYTHON   "/usr/bin/python3"
 #define MAX_ARGS 8
 
 typedef struct ArgsCase {
@@ -37,45 +37,45 @@ typedef struct ArgsCase {
 } ArgsCase;
 
 static const ArgsCase args_cases[] = {
-        { { NULL }, 1000, 0, CTL_STATUS, NULL, false, BUS_API_USER },
-        { { NULL }, 0, 0, CTL_STATUS, NULL, false, BUS_API_SYSTEM },
-        { { "status", "web" }, 1000, 0, CTL_STATUS, "web", false, BUS_API_USER },
-        { { "--json", "status" }, 0, 0, CTL_STATUS, NULL, true, BUS_API_SYSTEM },
-        { { "status", "--user", "-g", "web" }, 0, 0, CTL_STATUS, "web", false, BUS_API_USER },
-        { { "--system", "workers", "--json" }, 1000, 0, CTL_WORKERS, NULL, true, BUS_API_SYSTEM },
-        { { "users", "--group=a-b" }, 1000, 0, CTL_USERS, "a-b", false, BUS_API_USER },
-        { { "move", "alice", "w2" }, 0, 0, CTL_MOVE, NULL, false, BUS_API_SYSTEM, "alice", 2 },
-        { { "move", "--", "-bob", "3" }, 0, 0, CTL_MOVE, NULL, false, BUS_API_SYSTEM, "-bob", 3 },
-        { { "scale", "4", "--group", "web" }, 0, 0, CTL_SCALE, "web", false, BUS_API_SYSTEM, NULL, 0, 4 },
-        { { "compact" }, 0, 0, CTL_COMPACT, NULL, false, BUS_API_SYSTEM },
-        { { "retire", "W7" }, 0, 0, CTL_RETIRE, NULL, false, BUS_API_SYSTEM, NULL, 7 },
-        { { "reload", "--user" }, 0, 0, CTL_RELOAD, NULL, false, BUS_API_USER },
-        { { "move", "alice", "--help" }, 0, 0, CTL_HELP },
-        { { "help" }, 0, 0, CTL_HELP },
-        { { "--version", "scale" }, 0, 0, CTL_VERSION },
+        {{NULL}, 1000, 0, CTL_STATUS, NULL, false, BUS_API_USER},
+        {{NULL}, 0, 0, CTL_STATUS, NULL, false, BUS_API_SYSTEM},
+        {{"status", "web"}, 1000, 0, CTL_STATUS, "web", false, BUS_API_USER},
+        {{"--json", "status"}, 0, 0, CTL_STATUS, NULL, true, BUS_API_SYSTEM},
+        {{"status", "--user", "-g", "web"}, 0, 0, CTL_STATUS, "web", false, BUS_API_USER},
+        {{"--system", "workers", "--json"}, 1000, 0, CTL_WORKERS, NULL, true, BUS_API_SYSTEM},
+        {{"users", "--group=a-b"}, 1000, 0, CTL_USERS, "a-b", false, BUS_API_USER},
+        {{"move", "alice", "w2"}, 0, 0, CTL_MOVE, NULL, false, BUS_API_SYSTEM, "alice", 2},
+        {{"move", "--", "-bob", "3"}, 0, 0, CTL_MOVE, NULL, false, BUS_API_SYSTEM, "-bob", 3},
+        {{"scale", "4", "--group", "web"}, 0, 0, CTL_SCALE, "web", false, BUS_API_SYSTEM, NULL, 0, 4},
+        {{"compact"}, 0, 0, CTL_COMPACT, NULL, false, BUS_API_SYSTEM},
+        {{"retire", "W7"}, 0, 0, CTL_RETIRE, NULL, false, BUS_API_SYSTEM, NULL, 7},
+        {{"reload", "--user"}, 0, 0, CTL_RELOAD, NULL, false, BUS_API_USER},
+        {{"move", "alice", "--help"}, 0, 0, CTL_HELP},
+        {{"help"}, 0, 0, CTL_HELP},
+        {{"--version", "scale"}, 0, 0, CTL_VERSION},
         /* usage errors */
-        { { "frobnicate" }, 0, -EINVAL, .error = "unknown command 'frobnicate'" },
-        { { "--verbose" }, 0, -EINVAL, .error = "unknown option '--verbose'" },
-        { { "move", "alice" }, 0, -EINVAL, .error = "'move' takes 2 arguments, not 1" },
-        { { "move", "alice", "w0" }, 0, -EINVAL, .error = "'w0' is no worker" },
-        { { "move", "", "2" }, 0, -EINVAL, .error = "user name is empty" },
-        { { "retire", "x3" }, 0, -EINVAL, .error = "'x3' is no worker" },
-        { { "retire" }, 0, -EINVAL, .error = "'retire' takes 1 argument, not 0" },
-        { { "scale", "0" }, 0, -EINVAL, .error = "'0' is no number of workers" },
-        { { "scale", "-1" }, 0, -EINVAL, .error = "unknown option '-1'" },
-        { { "scale", "99999999999" }, 0, -EINVAL, .error = "is no number" },
-        { { "compact", "now" }, 0, -EINVAL, .error = "'compact' takes 0 arguments, not 1" },
-        { { "compact", "--json" }, 0, -EINVAL, .error = "--json applies to status, workers and users" },
-        { { "status", "a", "b" }, 0, -EINVAL, .error = "'status' takes 0 arguments, not 2" },
-        { { "status", "a", "-g", "b" }, 0, -EINVAL, .error = "two groups named" },
-        { { "-g" }, 0, -EINVAL, .error = "-g needs a group name" },
-        { { "--group=" }, 0, -EINVAL, .error = "group name is empty" },
+        {{"frobnicate"}, 0, -EINVAL, .error = "unknown command 'frobnicate'"},
+        {{"--verbose"}, 0, -EINVAL, .error = "unknown option '--verbose'"},
+        {{"move", "alice"}, 0, -EINVAL, .error = "'move' takes 2 arguments, not 1"},
+        {{"move", "alice", "w0"}, 0, -EINVAL, .error = "'w0' is no worker"},
+        {{"move", "", "2"}, 0, -EINVAL, .error = "user name is empty"},
+        {{"retire", "x3"}, 0, -EINVAL, .error = "'x3' is no worker"},
+        {{"retire"}, 0, -EINVAL, .error = "'retire' takes 1 argument, not 0"},
+        {{"scale", "0"}, 0, -EINVAL, .error = "'0' is no number of workers"},
+        {{"scale", "-1"}, 0, -EINVAL, .error = "unknown option '-1'"},
+        {{"scale", "99999999999"}, 0, -EINVAL, .error = "is no number"},
+        {{"compact", "now"}, 0, -EINVAL, .error = "'compact' takes 0 arguments, not 1"},
+        {{"compact", "--json"}, 0, -EINVAL, .error = "--json applies to status, workers and users"},
+        {{"status", "a", "b"}, 0, -EINVAL, .error = "'status' takes 0 arguments, not 2"},
+        {{"status", "a", "-g", "b"}, 0, -EINVAL, .error = "two groups named"},
+        {{"-g"}, 0, -EINVAL, .error = "-g needs a group name"},
+        {{"--group="}, 0, -EINVAL, .error = "group name is empty"},
 };
 
 static void test_ctl_args_parse_table(void **state) {
         for (size_t i = 0; i < ELEMENTSOF(args_cases); i++) {
                 const ArgsCase *t = &args_cases[i];
-                char *argv[MAX_ARGS + 1] = { (char *) "elastic-poolctl" };
+                char *argv[MAX_ARGS + 1] = {(char *) "elastic-poolctl"};
                 char error[256];
                 CtlArgs a = {};
                 int argc = 1, r;
@@ -84,7 +84,8 @@ static void test_ctl_args_parse_table(void **state) {
                         argv[argc++] = (char *) t->argv[j];
                 r = ctl_args_parse(argc, argv, t->uid, &a, error, sizeof error);
                 if (r != t->ret)
-                        fail_msg("case %zu (%s ...): %d, want %d (%s)", i, strna(t->argv[0]), r, t->ret, error);
+                        fail_msg("case %zu (%s ...): %d, want %d (%s)", i, strna(t->argv[0]), r, t->ret,
+                                 error);
                 if (r < 0) {
                         if (!strstr(error, t->error))
                                 fail_msg("case %zu: message '%s' lacks '%s'", i, error, t->error);
@@ -133,25 +134,66 @@ static void test_ctl_occupancy_bar_clamps(void **state) {
 
 /* A group of two workers, w2 with every component absent, one user moving, a hold on w2, a drain. */
 static CtlStatus sample_status(CtlWorker *workers, CtlUser *users, CtlHold *holds) {
-        workers[0] = (CtlWorker) { .id = 1, .pid = 100, .place = "elastic-pool-web-w1.scope", .state = "routable",
-                                   .freshness = "fresh", .bottleneck = "cpu", .held = "", .reception = true,
-                                   .occupancy = 0.42,
-                                   .has = BUS_API_HAS_MEMORY | BUS_API_HAS_CPU | BUS_API_HAS_EXECUTOR |
-                                          BUS_API_HAS_RPS | BUS_API_HAS_MEMORY_BYTES | BUS_API_HAS_CPU_CORES,
-                                   .memory = 0.1, .cpu = 0.42, .executor = 0.25, .rps = 12.5, .cpu_cores = 0.42,
-                                   .memory_bytes = 50 << 20, .users = 3, .inflight = 1 };
-        workers[1] = (CtlWorker) { .id = 2, .pid = 101, .place = "/x/w2", .state = "routable", .freshness = "stale",
-                                   .bottleneck = "", .held = "no report for 17s", .occupancy = 0.0, .users = 1 };
-        users[0] = (CtlUser) { .name = "alice", .worker = 1, .requests = 10, .busy_seconds = 0.5 };
-        users[1] = (CtlUser) { .name = "b\"ob", .worker = 2, .requests = 2, .open = 1, .moving = true };
-        holds[0] = (CtlHold) { .decision = "compaction", .kind = "held", .worker = 2, .reason = "w2 no report for 17s",
-                               .for_usec = 3 * 1000000 };
-        return (CtlStatus) {
-                .group = "web", .bus_name = "org.elasticpool.Group1.web", .bus_kind = "user", .backend = "scope",
-                .workers = workers, .n_workers = 2, .users = users, .n_users = 2, .holds = holds, .n_holds = 1,
-                .drain = { .worker = 2, .asked = true, .for_usec = 1500000, .users_at_start = 2, .moved = 1,
-                           .users_left = 1, .why = "operator retire", .last = "w3 retired", .done = 4 },
-                .reports = 100, .spawns = 3, .deaths = 1, .moves = 5, .scale_target = 1,
+        workers[0] = (CtlWorker){.id = 1,
+                                 .pid = 100,
+                                 .place = "elastic-pool-web-w1.scope",
+                                 .state = "routable",
+                                 .freshness = "fresh",
+                                 .bottleneck = "cpu",
+                                 .held = "",
+                                 .reception = true,
+                                 .occupancy = 0.42,
+                                 .has = BUS_API_HAS_MEMORY | BUS_API_HAS_CPU | BUS_API_HAS_EXECUTOR |
+                                        BUS_API_HAS_RPS | BUS_API_HAS_MEMORY_BYTES | BUS_API_HAS_CPU_CORES,
+                                 .memory = 0.1,
+                                 .cpu = 0.42,
+                                 .executor = 0.25,
+                                 .rps = 12.5,
+                                 .cpu_cores = 0.42,
+                                 .memory_bytes = 50 << 20,
+                                 .users = 3,
+                                 .inflight = 1};
+        workers[1] = (CtlWorker){.id = 2,
+                                 .pid = 101,
+                                 .place = "/x/w2",
+                                 .state = "routable",
+                                 .freshness = "stale",
+                                 .bottleneck = "",
+                                 .held = "no report for 17s",
+                                 .occupancy = 0.0,
+                                 .users = 1};
+        users[0] = (CtlUser){.name = "alice", .worker = 1, .requests = 10, .busy_seconds = 0.5};
+        users[1] = (CtlUser){.name = "b\"ob", .worker = 2, .requests = 2, .open = 1, .moving = true};
+        holds[0] = (CtlHold){.decision = "compaction",
+                             .kind = "held",
+                             .worker = 2,
+                             .reason = "w2 no report for 17s",
+                             .for_usec = 3 * 1000000};
+        return (CtlStatus){
+                .group = "web",
+                .bus_name = "org.elasticpool.Group1.web",
+                .bus_kind = "user",
+                .backend = "scope",
+                .workers = workers,
+                .n_workers = 2,
+                .users = users,
+                .n_users = 2,
+                .holds = holds,
+                .n_holds = 1,
+                .drain = {.worker = 2,
+                          .asked = true,
+                          .for_usec = 1500000,
+                          .users_at_start = 2,
+                          .moved = 1,
+                          .users_left = 1,
+                          .why = "operator retire",
+                          .last = "w3 retired",
+                          .done = 4},
+                .reports = 100,
+                .spawns = 3,
+                .deaths = 1,
+                .moves = 5,
+                .scale_target = 1,
         };
 }
 
@@ -185,7 +227,8 @@ static void test_ctl_print_status_readable(void **state) {
         /* the bars, and absent components as "-" (never 0.00) */
         assert_non_null(strstr(out, "w1 rec   routable  [########............] 0.42 cpu"));
         assert_non_null(strstr(out, "50.0M"));
-        assert_non_null(strstr(out, "w2       routable  [....................] 0.00 -              -     -     -"));
+        assert_non_null(
+                strstr(out, "w2       routable  [....................] 0.00 -              -     -     -"));
         assert_non_null(strstr(out, "no report for 17s\n"));
 }
 
@@ -231,21 +274,22 @@ static void test_ctl_json_status_valid(void **state) {
         CtlStatus s = sample_status(workers, users, holds);
         _cleanup_free_ char *out = render(ctl_json_status, &s);
 
-        check_with_python(out, "import json, sys\n"
-                               "d = json.load(open(sys.argv[1]))\n"
-                               "assert d['group'] == 'web' and d['bus'] == 'user', d\n"
-                               "w1, w2 = d['workers']\n"
-                               "assert w1['components'] == {'memory': 0.1, 'cpu': 0.42, 'executor': 0.25}, w1\n"
-                               "assert w1['memory_bytes'] == 50 << 20 and w1['rps'] == 12.5 and w1['held'] is None\n"
-                               "assert w2['components'] == {'memory': None, 'cpu': None, 'executor': None}, w2\n"
-                               "assert w2['rps'] is None and w2['memory_bytes'] is None and w2['bottleneck'] is None\n"
-                               "assert w2['held'] == 'no report for 17s'\n"
-                               "assert [u['name'] for u in d['users']] == ['alice', 'b\"ob']\n"
-                               "assert d['holds']['scale_up'] is None\n"
-                               "assert d['holds']['compaction']['worker'] == 'w2'\n"
-                               "assert d['drain']['worker'] == 'w2' and d['last_drain'] == 'w3 retired'\n"
-                               "assert d['scale_target'] == 1\n"
-                               "assert d['counters'] == {'reports': 100, 'spawns': 3, 'deaths': 1, 'moves': 5}\n");
+        check_with_python(
+                out, "import json, sys\n"
+                     "d = json.load(open(sys.argv[1]))\n"
+                     "assert d['group'] == 'web' and d['bus'] == 'user', d\n"
+                     "w1, w2 = d['workers']\n"
+                     "assert w1['components'] == {'memory': 0.1, 'cpu': 0.42, 'executor': 0.25}, w1\n"
+                     "assert w1['memory_bytes'] == 50 << 20 and w1['rps'] == 12.5 and w1['held'] is None\n"
+                     "assert w2['components'] == {'memory': None, 'cpu': None, 'executor': None}, w2\n"
+                     "assert w2['rps'] is None and w2['memory_bytes'] is None and w2['bottleneck'] is None\n"
+                     "assert w2['held'] == 'no report for 17s'\n"
+                     "assert [u['name'] for u in d['users']] == ['alice', 'b\"ob']\n"
+                     "assert d['holds']['scale_up'] is None\n"
+                     "assert d['holds']['compaction']['worker'] == 'w2'\n"
+                     "assert d['drain']['worker'] == 'w2' and d['last_drain'] == 'w3 retired'\n"
+                     "assert d['scale_target'] == 1\n"
+                     "assert d['counters'] == {'reports': 100, 'spawns': 3, 'deaths': 1, 'moves': 5}\n");
 }
 
 static void test_ctl_json_lists_valid(void **state) {
@@ -262,7 +306,7 @@ static void test_ctl_json_lists_valid(void **state) {
                              "d = json.load(open(sys.argv[1]))\n"
                              "assert d[1]['moving'] is True and d[1]['worker'] == 'w2', d\n");
         s.n_workers = s.n_users = s.n_holds = 0;
-        s.drain = (CtlDrain) { .why = "", .last = "" };
+        s.drain = (CtlDrain){.why = "", .last = ""};
         s.scale_target = 0;
         free(w);
         w = render(ctl_json_status, &s);
