@@ -25,7 +25,9 @@ int ctl_bus_error_exit(const CtlBus *c, const char *what, const sd_bus_error *er
                         c->group, c->name, kind_name(c));
                 return CTL_EXIT_NOT_RUNNING;
         }
-        if (sd_bus_error_has_name(error, SD_BUS_ERROR_ACCESS_DENIED) || r == -EACCES || r == -EPERM) {
+        /* the error's name decides; the errno only without one (sd-bus maps some names to EACCES) */
+        if (sd_bus_error_has_name(error, SD_BUS_ERROR_ACCESS_DENIED) ||
+            (!sd_bus_error_is_set(error) && (r == -EACCES || r == -EPERM))) {
                 fprintf(stderr, "elastic-poolctl: %s of group '%s': access denied: %s\n", what, c->group,
                         msg);
                 return CTL_EXIT_DENIED;

@@ -279,7 +279,8 @@ static int method_reload(sd_bus_message *m, void *userdata, sd_bus_error *error)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_NOT_SUPPORTED, "reload is not available");
         r = b->reload(b->userdata, &why);
         if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "reload of group '%s' failed: %s",
+                /* not org.freedesktop.DBus.Error.Failed: sd-bus maps that one to EACCES */
+                return sd_bus_error_setf(error, BUS_API_ERROR_RELOAD_FAILED, "reload of group '%s' failed: %s",
                                          b->group, why ? why : strerror(-r));
         return sd_bus_reply_method_return(m, NULL);
 }

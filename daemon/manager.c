@@ -186,6 +186,10 @@ int manager_reload(Manager *m, char **ret_error) {
         return r;
 }
 
+static int reload_from_bus(void *userdata, char **ret_error) {
+        return manager_reload(userdata, ret_error);
+}
+
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
 
@@ -285,6 +289,7 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
                         .compaction = &m->compaction,
                         .surface = &m->surface,
                         .status = &m->status,
+                        .reload = reload_from_bus,
                         .userdata = m,
                         .bus_env = getenv("EP_BUS"),
                 }, &m->bus);

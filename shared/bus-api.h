@@ -15,6 +15,8 @@
 #define BUS_API_INTERFACE   "org.elasticpool.Group1"
 /* Errors of our own (the rest are org.freedesktop.DBus.Error.*). */
 #define BUS_API_ERROR_NOT_NOW "org.elasticpool.Group1.Error.NotNow"
+/* Reload: the configuration file does not parse (the message names file:line); the running one stays. */
+#define BUS_API_ERROR_RELOAD_FAILED "org.elasticpool.Group1.Error.ReloadFailed"
 
 /* Workers: a(uussbbsdsuddduudtds), one struct per worker, by id:
  *   id, pid (for humans: the identity is the commander's pidfd), place (scope unit, else cgroup path,

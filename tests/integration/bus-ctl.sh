@@ -179,13 +179,14 @@ done
 note "as nobody: $(cat "$EP_TMP/err")"
 log_has "D-Bus: Compact of group '$group' refused to .* \(uid 65534\)" || fail "the refusal was not logged"
 
-# ---- reload without a reload hook, a group nobody runs, usage ----
+# ---- reload (the configuration file read again), a broken file, a group nobody runs, usage ----
+ctl reload 2>"$EP_TMP/err" || fail "reload: exit $?, $(cat "$EP_TMP/err")"
+wait_log "Reloaded the configuration from $EP_CONF"
+cp "$EP_CONF" "$EP_TMP/good.conf"
+printf '[policy]\nadmission_threshold = 7\n' >>"$EP_CONF"
 rc=0; ctl reload 2>"$EP_TMP/err" || rc=$?
-if grep -q 'reload is not available' "$EP_TMP/err"; then
-        ((rc == 1)) || fail "reload not available: exit $rc"
-else
-        ((rc == 0)) || fail "reload: exit $rc, $(cat "$EP_TMP/err")"
-fi
+((rc == 1)) && grep -q "admission_threshold" "$EP_TMP/err" || fail "a broken file: exit $rc, $(cat "$EP_TMP/err")"
+cp "$EP_TMP/good.conf" "$EP_CONF"
 rc=0; ctl -g "nosuch$$" status 2>"$EP_TMP/err" || rc=$?
 ((rc == 3)) && grep -q "group 'nosuch$$' is not running" "$EP_TMP/err" || fail "a group not running: exit $rc"
 rc=0; ctl scale 2>/dev/null || rc=$?
