@@ -4,7 +4,7 @@
 # lifecycle events and decisions by field: EP_GROUP, EP_EVENT, EP_WORKER, the documented MESSAGE_IDs,
 # and for decisions EP_DECISION, EP_INPUTS and EP_LEDGER (enough to replay them by hand).
 #
-# Runs inside the shared sandbox: tests/system/run-in-sandbox.sh tests/system/journal-fields.sh
+# Runs inside the systemd user sandbox: tests/system/run-in-sandbox.sh tests/system/journal-fields.sh
 . "$(dirname "$0")/../integration/lib.sh"
 . "$(dirname "$0")/scope-lib.sh"
 need_cmd journalctl

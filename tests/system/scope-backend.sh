@@ -5,7 +5,7 @@
 # scope's cgroup and the configured memory limit on the unit; and stopping the commander with SIGTERM
 # leaves none of those scopes (nor the slice) behind.
 #
-# Runs inside the shared sandbox: tests/system/run-in-sandbox.sh tests/system/scope-backend.sh
+# Runs inside the systemd user sandbox: tests/system/run-in-sandbox.sh tests/system/scope-backend.sh
 . "$(dirname "$0")/../integration/lib.sh"
 . "$(dirname "$0")/scope-lib.sh"
 

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 # Helpers of the scope-backend system tests (bash), on top of tests/integration/lib.sh. Source after it:
 #   . "$(dirname "$0")/../integration/lib.sh"; . "$(dirname "$0")/scope-lib.sh"
-# They run inside the shared sandbox (tests/system/run-in-sandbox.sh). The commander runs as a transient
-# service of the user manager (systemd-run --user), as it would under elastic-pool@.service, so it finds
-# that manager through MANAGERPID.
+# They run inside tests/system/systemd-user-sandbox (through run-in-sandbox.sh). The commander runs as a
+# transient service of the user manager (systemd-run --user), as it would under elastic-pool@.service, so
+# it finds that manager through MANAGERPID.
 
 need_root
 need_cmd systemctl systemd-run

@@ -4,7 +4,7 @@
 # commander logs the death with the signal, and the replacement it spawns to keep min_workers gets a
 # scope of its own under the next name; after SIGTERM nothing of the group is left.
 #
-# Runs inside the shared sandbox: tests/system/run-in-sandbox.sh tests/system/scope-worker-death.sh
+# Runs inside the systemd user sandbox: tests/system/run-in-sandbox.sh tests/system/scope-worker-death.sh
 . "$(dirname "$0")/../integration/lib.sh"
 . "$(dirname "$0")/scope-lib.sh"
 
