@@ -1,5 +1,6 @@
 # The generated systemd units (units/), as `cmake --install` installs them: units/verify runs
-# systemd-analyze verify on them.
+# systemd-analyze verify on them; system/unit-ready starts and stops elastic-pool@.service under a real
+# manager (the systemd user sandbox, through run-in-sandbox.sh).
 foreach(kind SYSTEM USER)
         cmake_path(ABSOLUTE_PATH EP_SYSTEMD_${kind}_UNIT_DIR BASE_DIRECTORY ${CMAKE_INSTALL_PREFIX}
                 OUTPUT_VARIABLE EP_FULL_${kind}_UNIT_DIR)
@@ -10,4 +11,9 @@ set(EP_UNITS_TEST_ENV EP_BUILD_DIR=${CMAKE_BINARY_DIR} EP_SOURCE_DIR=${CMAKE_SOU
 
 add_test(NAME units/verify COMMAND ${CMAKE_CURRENT_LIST_DIR}/units-verify.sh)
 set_tests_properties(units/verify PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "units"
+        ENVIRONMENT "${EP_UNITS_TEST_ENV}")
+
+add_test(NAME system/unit-ready
+        COMMAND ${CMAKE_CURRENT_LIST_DIR}/run-in-sandbox.sh ${CMAKE_CURRENT_LIST_DIR}/unit-ready.sh)
+set_tests_properties(system/unit-ready PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "system;units"
         ENVIRONMENT "${EP_UNITS_TEST_ENV}")

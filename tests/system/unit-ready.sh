@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Intent: elastic-pool@.service as `cmake --install` installs it, hardening and all, run by a real
+# systemd manager: `systemctl start elastic-pool@GROUP` returns once the commander said READY=1, with
+# its workers running as scopes of that manager (still under the unit's sandbox, which they inherit)
+# and serving through the front end; `systemctl stop` leaves no scope, cgroup, process or runtime socket
+# of the group behind.
+#
+# The unit runs as a user unit of the sandbox's manager (run as root, so its namespacing is real), with
+# a drop-in that changes only what the test must: the binaries and the configuration come from the
+# build tree and this test's directory, and three settings follow from a user manager keeping its
+# sockets in /run/user/UID (see the drop-in). STATUS= and reload are not checked here.
+#
+# Runs inside the systemd user sandbox: tests/system/run-in-sandbox.sh tests/system/unit-ready.sh
+. "$(dirname "$0")/../integration/lib.sh"
+. "$(dirname "$0")/scope-lib.sh"
+need_cmd cmake curl
+: "${EP_SYSTEM_UNIT_DIR:?}" "${EP_INSTALL_BINDIR:?}"
+
+GROUP=t$$
+SLICE=elastic-pool-$GROUP.slice
+UNIT=elastic-pool@$GROUP.service
+UNIT_DIR=$XDG_RUNTIME_DIR/systemd/user # a user manager's runtime unit directory (systemctl --runtime)
+RUNTIME=$XDG_RUNTIME_DIR/elastic-pool/$GROUP
+PORT=$(free_port)
+
+# ---- the unit as installed, then installed again as a user unit with the test's drop-in ----
+DESTDIR=$EP_TMP/root cmake --install "$EP_BUILD_DIR" --component units >"$EP_TMP/install.log" 2>&1 ||
+        fail "cmake --install --component units failed: $(tail -n 5 "$EP_TMP/install.log")"
+installed=$EP_TMP/root$EP_SYSTEM_UNIT_DIR/elastic-pool@.service
+[[ -f $installed ]] || fail "cmake --install put no elastic-pool@.service in $EP_SYSTEM_UNIT_DIR"
+grep -qx "ExecStart=$EP_INSTALL_BINDIR/elastic-pool --group %i" "$installed" ||
+        fail "the installed unit does not run $EP_INSTALL_BINDIR/elastic-pool"
+
+on_exit "ucl stop $UNIT >/dev/null 2>&1; ucl reset-failed $UNIT >/dev/null 2>&1"
+on_exit "rm -rf '$UNIT_DIR/elastic-pool@.service' '$UNIT_DIR/$UNIT.d'; ucl daemon-reload"
+mkdir -p "$UNIT_DIR/$UNIT.d" "$EP_TMP/etc"
+cp "$installed" "$UNIT_DIR/elastic-pool@.service"
+cat >"$EP_TMP/etc/$GROUP.conf" <<CONF
+[worker]
+exec = $WORKER
+
+[pool]
+backend = scope
+min_workers = 2
+max_workers = 2
+spawn_timeout = 20s
+stop_timeout = 5s
+
+[frontend]
+listen = 127.0.0.1:$PORT
+CONF
+cat >"$UNIT_DIR/$UNIT.d/test.conf" <<DROPIN
+# system/unit-ready: the build tree's commander and the test's configuration, instead of the installed
+# $EP_INSTALL_BINDIR/elastic-pool and /etc/elastic-pool/$GROUP.conf
+[Service]
+ExecStartPre=
+ExecStartPre=$COMMANDER --check-config --config $EP_TMP/etc/$GROUP.conf
+ExecStart=
+ExecStart=$COMMANDER --group %i --config $EP_TMP/etc/$GROUP.conf
+# PrivateTmp=yes hides /tmp, where the build tree and the test's directory may be
+BindReadOnlyPaths=$EP_BUILD_DIR $EP_TMP/etc
+# A user manager's notify socket, bus and runtime directories are in /run/user/UID, which ProtectHome=yes
+# hides; the system manager's are in /run. Read-only keeps them reachable and the mount namespace real.
+ProtectHome=read-only
+# As root the commander would take the system bus; here the manager's bus is the user bus.
+Environment=EP_BUS=user ASAN_OPTIONS=detect_leaks=1
+DROPIN
+if [[ ${EP_SANITIZE:-} == ON ]]; then
+        # LeakSanitizer stops the world with ptrace, which @system-service leaves out
+        echo "SystemCallFilter=@debug" >>"$UNIT_DIR/$UNIT.d/test.conf"
+fi
+ucl daemon-reload
+
+# ---- start: systemctl returns when READY=1 came (Type=notify) ----
+t0=$(date +%s%N)
+if ! timeout 90 systemctl --user start "$UNIT"; then
+        fail "systemctl --user start $UNIT failed: $(ucl status --no-pager -n 30 "$UNIT" 2>&1)"
+fi
+t1=$(date +%s%N)
+note "systemctl --user start $UNIT returned after $(((t1 - t0) / 1000000)) ms"
+[[ $(prop "$UNIT" ActiveState)/$(prop "$UNIT" SubState) == active/running ]] ||
+        fail "$UNIT is $(prop "$UNIT" ActiveState)/$(prop "$UNIT" SubState)"
+[[ $(prop "$UNIT" Type) == notify && $(prop "$UNIT" NotifyAccess) == main ]] ||
+        fail "$UNIT is Type=$(prop "$UNIT" Type) NotifyAccess=$(prop "$UNIT" NotifyAccess)"
+[[ $(prop "$UNIT" FragmentPath) == "$UNIT_DIR/elastic-pool@.service" ]] ||
+        fail "$UNIT was loaded from $(prop "$UNIT" FragmentPath)"
+[[ $(prop "$UNIT" DropInPaths) == "$UNIT_DIR/$UNIT.d/test.conf" ]] ||
+        fail "$UNIT has the drop-ins '$(prop "$UNIT" DropInPaths)'"
+main=$(prop "$UNIT" MainPID)
+[[ $(readlink "/proc/$main/exe") == "$COMMANDER" ]] || fail "$UNIT's main process $main is not the commander"
+service_cgroup=$(prop "$UNIT" ControlGroup)
+[[ $(sed -n 's/^0:://p' "/proc/$main/cgroup") == "$service_cgroup"* ]] ||
+        fail "the commander (pid $main) is not in $UNIT's cgroup $service_cgroup"
+
+# ---- the workers: scopes of the manager, under the unit's sandbox, serving ----
+[[ $(scope_count) -eq 2 ]] || fail "expected 2 scopes of group $GROUP, found: $(scopes | tr '\n' ' ')"
+scope_cgroups=() worker_pids=()
+for n in 1 2; do
+        scope=elastic-pool-$GROUP-w$n.scope
+        scope_active "$scope" || fail "$scope is not active"
+        [[ $(prop "$scope" Slice) == "$SLICE" ]] || fail "$scope is in $(prop "$scope" Slice), not $SLICE"
+        scope_cgroups+=("$(prop "$scope" ControlGroup)")
+        pid=$(scope_pids "$scope" | head -n1)
+        [[ -n $pid && $(readlink "/proc/$pid/exe") == "$WORKER" ]] ||
+                fail "$scope holds no worker (pid '$pid')"
+        # forked by the commander, the worker keeps the unit's no_new_privs, seccomp filter and namespace
+        grep -qx $'NoNewPrivs:\t1' "/proc/$pid/status" || fail "worker w$n (pid $pid) lost NoNewPrivileges="
+        grep -qx $'Seccomp:\t2' "/proc/$pid/status" || fail "worker w$n (pid $pid) has no seccomp filter"
+        [[ $(readlink "/proc/$pid/ns/mnt") == "$(readlink "/proc/$main/ns/mnt")" ]] ||
+                fail "worker w$n (pid $pid) is not in the commander's mount namespace"
+        worker_pids+=("$pid")
+        note "$scope: active in $SLICE, pid $pid"
+done
+served_by=$(curl -s --noproxy '*' --max-time 10 "http://127.0.0.1:$PORT/_monitor/state") ||
+        fail "no answer from the front end on 127.0.0.1:$PORT"
+[[ $served_by == *'"worker"'* ]] || fail "the front end answered '$served_by'"
+sockets=$(find "$RUNTIME" -type s | wc -l)
+((sockets > 0)) || fail "no socket in the runtime directory $RUNTIME"
+note "front end on 127.0.0.1:$PORT answers; $sockets sockets in $RUNTIME"
+
+# ---- stop: nothing of the group is left ----
+timeout 120 systemctl --user stop "$UNIT" || fail "systemctl --user stop $UNIT failed or hung"
+[[ $(prop "$UNIT" Result) == success && $(prop "$UNIT" ExecMainStatus) == 0 ]] ||
+        fail "$UNIT stopped with Result=$(prop "$UNIT" Result), status $(prop "$UNIT" ExecMainStatus)"
+EP_WAIT=10 wait_until no_scopes || fail "scopes left after the stop: $(scopes | tr '\n' ' ')"
+EP_WAIT=10 wait_until slice_gone || fail "$SLICE is still $(prop "$SLICE" ActiveState) after the stop"
+for cg in "$service_cgroup" "${scope_cgroups[@]}" "${scope_cgroups[0]%/*}"; do
+        [[ ! -d $CG_ROOT$cg ]] || fail "cgroup $cg is left after the stop"
+done
+for pid in "$main" "${worker_pids[@]}"; do
+        [[ ! -d /proc/$pid ]] || fail "pid $pid ($(readlink "/proc/$pid/exe")) outlived the stop"
+done
+[[ ! -e $RUNTIME ]] || fail "the runtime directory is left: $(find "$RUNTIME" | head)"
+left=$(find "$XDG_RUNTIME_DIR" -type s -path "*$GROUP*")
+[[ -z $left ]] || fail "sockets of group $GROUP are left: $left"
+note "stopped: no scope, cgroup, process or runtime socket of group $GROUP left"
+echo "PASS: unit-ready"
