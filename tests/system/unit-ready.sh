@@ -6,19 +6,22 @@
 # and serving through the front end; `systemctl stop` leaves no scope, cgroup, process or runtime socket
 # of the group behind.
 #
-# The unit runs as a user unit of the sandbox's manager (run as root, so its namespacing is real), with
-# a drop-in that changes only what the test must: the binaries and the configuration come from the
-# build tree and this test's directory, and three settings follow from a user manager keeping its
-# sockets in /run/user/UID (see the drop-in). STATUS= and reload are not checked here.
+# unit-ready.sh [system|user]: the system unit (the default) or its user-manager variant. Either runs as
+# a user unit of the sandbox's manager (run as root, so the system unit's namespacing is real), with a
+# drop-in that changes only what the test must: the commander comes from the build tree, and for the
+# system unit the configuration from this test's directory, and three settings follow from a user
+# manager keeping its sockets in /run/user/UID (see the drop-in). The user variant reads its
+# configuration where it says, in the manager's $XDG_CONFIG_HOME. STATUS= and reload are not checked.
 #
-# Runs inside the systemd user sandbox: tests/system/run-in-sandbox.sh tests/system/unit-ready.sh
+# Runs inside the systemd user sandbox: tests/system/run-in-sandbox.sh tests/system/unit-ready.sh [user]
 . "$(dirname "$0")/../integration/lib.sh"
 . "$(dirname "$0")/scope-lib.sh"
 need_cmd cmake curl
-: "${EP_SYSTEM_UNIT_DIR:?}" "${EP_INSTALL_BINDIR:?}"
+: "${EP_SYSTEM_UNIT_DIR:?}" "${EP_USER_UNIT_DIR:?}" "${EP_INSTALL_BINDIR:?}"
+VARIANT=${1:-system}
 
-case $XDG_RUNTIME_DIR/ in
-/tmp/* | /var/tmp/*)
+case $VARIANT:$XDG_RUNTIME_DIR/ in
+system:/tmp/* | system:/var/tmp/*)
         skip "this sandbox keeps the manager's sockets in $XDG_RUNTIME_DIR, which the unit's" \
                 "PrivateTmp=yes hides from it (tests/system/systemd-user-sandbox uses /run/user/UID)" ;;
 esac
@@ -33,16 +36,32 @@ PORT=$(free_port)
 # ---- the unit as installed, then installed again as a user unit with the test's drop-in ----
 DESTDIR=$EP_TMP/root cmake --install "$EP_BUILD_DIR" --component units >"$EP_TMP/install.log" 2>&1 ||
         fail "cmake --install --component units failed: $(tail -n 5 "$EP_TMP/install.log")"
-installed=$EP_TMP/root$EP_SYSTEM_UNIT_DIR/elastic-pool@.service
-[[ -f $installed ]] || fail "cmake --install put no elastic-pool@.service in $EP_SYSTEM_UNIT_DIR"
-grep -qx "ExecStart=$EP_INSTALL_BINDIR/elastic-pool --group %i" "$installed" ||
+case $VARIANT in
+system)
+        installed=$EP_TMP/root$EP_SYSTEM_UNIT_DIR/elastic-pool@.service
+        args="--config $EP_TMP/etc/$GROUP.conf"
+        conf=$EP_TMP/etc/$GROUP.conf
+        ;;
+user)
+        installed=$EP_TMP/root$EP_USER_UNIT_DIR/elastic-pool@.service
+        args="--config %E/elastic-pool/%i.conf"
+        config_home=$(ucl show-environment | sed -n 's/^XDG_CONFIG_HOME=//p')
+        [[ -n $config_home ]] || config_home=$(ucl show-environment | sed -n 's/^HOME=//p')/.config
+        conf=$config_home/elastic-pool/$GROUP.conf
+        # the file, and the state directory beside it (systemd 252 puts a user unit's there)
+        on_exit "rm -rf '$conf' '$config_home/elastic-pool/$GROUP'"
+        ;;
+*) fail "unknown variant '$VARIANT' (system, user)" ;;
+esac
+[[ -f $installed ]] || fail "cmake --install put no elastic-pool@.service in ${installed%/*}"
+grep -q "^ExecStart=$EP_INSTALL_BINDIR/elastic-pool --group %i" "$installed" ||
         fail "the installed unit does not run $EP_INSTALL_BINDIR/elastic-pool"
 
 on_exit "ucl stop $UNIT >/dev/null 2>&1; ucl reset-failed $UNIT >/dev/null 2>&1"
 on_exit "rm -rf '$UNIT_DIR/elastic-pool@.service' '$UNIT_DIR/$UNIT.d'; ucl daemon-reload"
-mkdir -p "$UNIT_DIR/$UNIT.d" "$EP_TMP/etc"
+mkdir -p "$UNIT_DIR/$UNIT.d" "${conf%/*}"
 cp "$installed" "$UNIT_DIR/elastic-pool@.service"
-cat >"$EP_TMP/etc/$GROUP.conf" <<CONF
+cat >"$conf" <<CONF
 [worker]
 exec = $WORKER
 
@@ -57,21 +76,24 @@ stop_timeout = 5s
 listen = 127.0.0.1:$PORT
 CONF
 cat >"$UNIT_DIR/$UNIT.d/test.conf" <<DROPIN
-# system/unit-ready: the build tree's commander and the test's configuration, instead of the installed
-# $EP_INSTALL_BINDIR/elastic-pool and /etc/elastic-pool/$GROUP.conf
+# system/unit-ready: the build tree's commander instead of the installed $EP_INSTALL_BINDIR/elastic-pool
 [Service]
 ExecStartPre=
-ExecStartPre=$COMMANDER --check-config --config $EP_TMP/etc/$GROUP.conf
+ExecStartPre=$COMMANDER --check-config $args
 ExecStart=
-ExecStart=$COMMANDER --group %i --config $EP_TMP/etc/$GROUP.conf
+ExecStart=$COMMANDER --group %i $args
+# As root the commander would take the system bus; here the manager's bus is the user bus.
+Environment=EP_BUS=user ASAN_OPTIONS=detect_leaks=1
+DROPIN
+if [[ $VARIANT == system ]]; then
+        cat >>"$UNIT_DIR/$UNIT.d/test.conf" <<DROPIN
 # PrivateTmp=yes hides /tmp, where the build tree and the test's directory may be
 BindReadOnlyPaths=$EP_BUILD_DIR $EP_TMP/etc
 # A user manager's notify socket, bus and runtime directories are in /run/user/UID, which ProtectHome=yes
 # hides; the system manager's are in /run. Read-only keeps them reachable and the mount namespace real.
 ProtectHome=read-only
-# As root the commander would take the system bus; here the manager's bus is the user bus.
-Environment=EP_BUS=user ASAN_OPTIONS=detect_leaks=1
 DROPIN
+fi
 if [[ ${EP_SANITIZE:-} == ON ]]; then
         # LeakSanitizer stops the world with ptrace, which @system-service leaves out
         echo "SystemCallFilter=@debug" >>"$UNIT_DIR/$UNIT.d/test.conf"
@@ -141,4 +163,4 @@ done
 left=$(find "$XDG_RUNTIME_DIR" -type s -path "*$GROUP*")
 [[ -z $left ]] || fail "sockets of group $GROUP are left: $left"
 note "stopped: no scope, cgroup, process or runtime socket of group $GROUP left"
-echo "PASS: unit-ready"
+echo "PASS: unit-ready ($VARIANT)"

@@ -14,7 +14,14 @@ add_test(NAME units/verify COMMAND ${CMAKE_CURRENT_LIST_DIR}/units-verify.sh)
 set_tests_properties(units/verify PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "units"
         ENVIRONMENT "${EP_UNITS_TEST_ENV}")
 
-add_test(NAME system/unit-ready
-        COMMAND ${CMAKE_CURRENT_LIST_DIR}/run-in-sandbox.sh ${CMAKE_CURRENT_LIST_DIR}/unit-ready.sh)
-set_tests_properties(system/unit-ready PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "system;units"
-        ENVIRONMENT "${EP_UNITS_TEST_ENV}")
+# system/unit-ready: the system unit; system/unit-ready-user: its user-manager variant
+foreach(variant system user)
+        set(name system/unit-ready)
+        if(variant STREQUAL user)
+                set(name system/unit-ready-user)
+        endif()
+        add_test(NAME ${name} COMMAND ${CMAKE_CURRENT_LIST_DIR}/run-in-sandbox.sh
+                ${CMAKE_CURRENT_LIST_DIR}/unit-ready.sh ${variant})
+        set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "system;units"
+                ENVIRONMENT "${EP_UNITS_TEST_ENV}")
+endforeach()
