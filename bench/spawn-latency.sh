@@ -20,13 +20,13 @@
 #   posix_spawn /bin/true                the floor: one process start and exit
 # Goal (issue 3): cgroup spawn->routable median <= 30 ms.
 # Environment: BENCH_SPAWNS (30), BENCH_BURST (30), EP_SANDBOX (the systemd user sandbox, default
-# ../shared/sandbox/systemd-user-sandbox beside the repository), BENCH_KEEP=DIR (keep the logs).
+# tests/system/systemd-user-sandbox, the repository's own), BENCH_KEEP=DIR (keep the logs).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 spawns=${BENCH_SPAWNS:-30}
 burst=${BENCH_BURST:-30}
-sandbox=${EP_SANDBOX:-$top/../shared/sandbox/systemd-user-sandbox}
+sandbox=${EP_SANDBOX:-$top/tests/system/systemd-user-sandbox}
 
 fail() {
         echo "spawn-latency: $*" >&2
@@ -118,7 +118,7 @@ fi
 
 # ---- outside: the cgroup backend ----
 "$top/scripts/bootstrap.sh" >/dev/null
-build=${1:-$("$top/scripts/build.sh")}
+build=$(cd "${1:-$("$top/scripts/build.sh")}" && pwd) # absolute: it goes into configuration files
 commander=$build/daemon/elastic-pool
 worker=$build/demo/elastic-pool-demo-worker
 helper=$build/bench/bench-spawn-latency

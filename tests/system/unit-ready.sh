@@ -11,7 +11,9 @@
 # drop-in that changes only what the test must: the commander comes from the build tree, and for the
 # system unit the configuration from this test's directory, and three settings follow from a user
 # manager keeping its sockets in /run/user/UID (see the drop-in). The user variant reads its
-# configuration where it says, in the manager's $XDG_CONFIG_HOME. STATUS= and reload are not checked.
+# configuration where it says, in the manager's $XDG_CONFIG_HOME. With the system unit, STATUS= is checked
+# to follow the pool, the bus to answer busctl and elastic-poolctl, and systemctl reload to add a listener
+# and to keep a broken file out.
 #
 # Runs inside the systemd user sandbox: tests/system/run-in-sandbox.sh tests/system/unit-ready.sh [user]
 . "$(dirname "$0")/../integration/lib.sh"
@@ -146,6 +148,45 @@ served_by=$(curl -s --noproxy '*' --max-time 10 "http://127.0.0.1:$PORT/_monitor
 sockets=$(find "$RUNTIME" -type s | wc -l)
 ((sockets > 0)) || fail "no socket in the runtime directory $RUNTIME"
 note "front end on 127.0.0.1:$PORT answers; $sockets sockets in $RUNTIME"
+
+# ---- running: STATUS= follows the pool, reload, the bus (the system unit; the user one stops here) ----
+if [[ $VARIANT == system ]]; then
+        CTL=("$EP_BUILD_DIR/ctl/elastic-poolctl" --user -g "$GROUP")
+        status_has() { [[ $(prop "$UNIT" StatusText) == *"$1"* ]]; }
+        wait_until status_has "2 workers, 0 users, occupancy " ||
+                fail "STATUS= is '$(prop "$UNIT" StatusText)', not the pool"
+        curl -s --noproxy '*' --max-time 10 -c "$EP_TMP/jar" -o /dev/null "http://127.0.0.1:$PORT/login?user=ann" ||
+                fail "login failed"
+        wait_until status_has "2 workers, 1 users" || fail "STATUS= did not follow a login: $(prop "$UNIT" StatusText)"
+        note "STATUS=$(prop "$UNIT" StatusText)"
+
+        # the bus: the properties for anyone, a method for the commander's uid
+        label=$GROUP # t<digits>: nothing to escape
+        busctl --user get-property "org.elasticpool.Group1.$label" /org/elasticpool/Group1 org.elasticpool.Group1 \
+                Group | grep -qx "s \"$GROUP\"" || fail "busctl cannot read the Group property"
+        "${CTL[@]}" status >"$EP_TMP/status.txt" || fail "elastic-poolctl status failed"
+        grep -q "w1" "$EP_TMP/status.txt" || fail "elastic-poolctl status shows no worker: $(cat "$EP_TMP/status.txt")"
+        "${CTL[@]}" --json status | "$EP_PYTHON" -c 'import json, sys; d = json.load(sys.stdin)' ||
+                fail "elastic-poolctl --json status is not JSON"
+
+        # reload: a changed threshold, a second listener, then a broken file that keeps the running one
+        PORT2=$(free_port)
+        sed -i "s/^listen = .*/listen = 127.0.0.1:$PORT 127.0.0.1:$PORT2/" "$conf"
+        printf '[policy]\nadmission_threshold = 0.6\n' >>"$conf"
+        ucl reload "$UNIT" || fail "systemctl --user reload failed"
+        wait_until curl -s --noproxy '*' --max-time 2 -o /dev/null "http://127.0.0.1:$PORT2/" ||
+                fail "the listener added on reload does not accept"
+        curl -s --noproxy '*' --max-time 5 -o /dev/null "http://127.0.0.1:$PORT/" ||
+                fail "the first listener stopped serving on reload"
+        printf '[policy]\nadmission_threshold = 9\n' >>"$conf"
+        ucl reload "$UNIT" || fail "systemctl --user reload (broken file) failed"
+        wait_until status_has "reload failed, running on the previous configuration: $conf:" ||
+                fail "STATUS= does not show the failed reload: $(prop "$UNIT" StatusText)"
+        [[ $(prop "$UNIT" ActiveState) == active ]] || fail "$UNIT did not survive a broken file"
+        curl -s --noproxy '*' --max-time 5 -o /dev/null "http://127.0.0.1:$PORT2/" ||
+                fail "no answer after the broken reload"
+        note "reload: a listener added, a broken file kept out ($(prop "$UNIT" StatusText | sed 's/.*reload failed/reload failed/'))"
+fi
 
 # ---- stop: nothing of the group is left ----
 timeout 120 systemctl --user stop "$UNIT" || fail "systemctl --user stop $UNIT failed or hung"
