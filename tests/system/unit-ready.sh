@@ -164,6 +164,10 @@ if [[ $VARIANT == system ]]; then
         label=$GROUP # t<digits>: nothing to escape
         busctl --user get-property "org.elasticpool.Group1.$label" /org/elasticpool/Group1 org.elasticpool.Group1 \
                 Group | grep -qx "s \"$GROUP\"" || fail "busctl cannot read the Group property"
+        # a method: Compact at the min_workers floor is refused with the reason (NotNow)
+        out=$(busctl --user call "org.elasticpool.Group1.$label" /org/elasticpool/Group1 org.elasticpool.Group1 \
+                Compact 2>&1) && fail "Compact at the floor succeeded: $out"
+        [[ $out == *"min_workers=2"* ]] || fail "Compact at the floor: '$out'"
         "${CTL[@]}" status >"$EP_TMP/status.txt" || fail "elastic-poolctl status failed"
         grep -q "w1" "$EP_TMP/status.txt" || fail "elastic-poolctl status shows no worker: $(cat "$EP_TMP/status.txt")"
         "${CTL[@]}" --json status | "$EP_PYTHON" -c 'import json, sys; d = json.load(sys.stdin)' ||
