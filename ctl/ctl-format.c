@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-write.h"
 #include "macro.h"
 
 #define BAR_WIDTH 20
@@ -175,57 +176,37 @@ void ctl_print_status(FILE *f, const CtlStatus *s) {
 
 /* ---- JSON ---- */
 
-static void json_string(FILE *f, const char *s) {
-        fputc('"', f);
-        for (const unsigned char *p = (const unsigned char *) (s ? s : ""); *p; p++) {
-                if (*p == '"' || *p == '\\')
-                        fprintf(f, "\\%c", *p);
-                else if (*p < 0x20)
-                        fprintf(f, "\\u%04x", *p);
-                else
-                        fputc(*p, f);
-        }
-        fputc('"', f);
-}
-
-static void json_number(FILE *f, bool has, double v) {
-        if (has && isfinite(v))
-                fprintf(f, "%.4f", v);
-        else
-                fputs("null", f);
-}
-
 static void json_worker(FILE *f, const CtlWorker *w) {
         fprintf(f, "{\"id\":%u,\"name\":\"w%u\",\"pid\":%u,\"place\":", w->id, w->id, w->pid);
-        json_string(f, w->place);
+        json_write_string(f, w->place);
         fputs(",\"state\":", f);
-        json_string(f, w->state);
+        json_write_string(f, w->state);
         fprintf(f, ",\"reception\":%s,\"evacuating\":%s,\"freshness\":", w->reception ? "true" : "false",
                 w->evacuating ? "true" : "false");
-        json_string(f, w->freshness);
+        json_write_string(f, w->freshness);
         fprintf(f, ",\"occupancy\":%.4f,\"bottleneck\":", w->occupancy);
         if (w->bottleneck[0])
-                json_string(f, w->bottleneck);
+                json_write_string(f, w->bottleneck);
         else
                 fputs("null", f);
         fputs(",\"components\":{\"memory\":", f);
-        json_number(f, w->has & BUS_API_HAS_MEMORY, w->memory);
+        json_write_number_or_null(f, w->has & BUS_API_HAS_MEMORY, w->memory);
         fputs(",\"cpu\":", f);
-        json_number(f, w->has & BUS_API_HAS_CPU, w->cpu);
+        json_write_number_or_null(f, w->has & BUS_API_HAS_CPU, w->cpu);
         fputs(",\"executor\":", f);
-        json_number(f, w->has & BUS_API_HAS_EXECUTOR, w->executor);
+        json_write_number_or_null(f, w->has & BUS_API_HAS_EXECUTOR, w->executor);
         fprintf(f, "},\"users\":%u,\"inflight\":%u,\"rps\":", w->users, w->inflight);
-        json_number(f, w->has & BUS_API_HAS_RPS, w->rps);
+        json_write_number_or_null(f, w->has & BUS_API_HAS_RPS, w->rps);
         fputs(",\"memory_bytes\":", f);
         if (w->has & BUS_API_HAS_MEMORY_BYTES)
                 fprintf(f, "%" PRIu64, w->memory_bytes);
         else
                 fputs("null", f);
         fputs(",\"cpu_cores\":", f);
-        json_number(f, w->has & BUS_API_HAS_CPU_CORES, w->cpu_cores);
+        json_write_number_or_null(f, w->has & BUS_API_HAS_CPU_CORES, w->cpu_cores);
         fputs(",\"held\":", f);
         if (w->held[0])
-                json_string(f, w->held);
+                json_write_string(f, w->held);
         else
                 fputs("null", f);
         fputc('}', f);
@@ -247,7 +228,7 @@ static void json_users_array(FILE *f, const CtlStatus *s) {
                 const CtlUser *u = &s->users[i];
 
                 fprintf(f, "%s{\"name\":", i > 0 ? "," : "");
-                json_string(f, u->name);
+                json_write_string(f, u->name);
                 fprintf(f,
                         ",\"worker\":\"w%u\",\"requests\":%" PRIu64 ",\"busy_seconds\":%.6f,\"open\":%u,"
                         "\"moving\":%s}",
@@ -266,12 +247,12 @@ static void json_drain(FILE *f, const CtlDrain *d) {
                         "\"moved\":%u,\"repointed\":%u,\"deferred\":%u,\"users_left\":%u,\"why\":",
                         d->worker, d->for_usec / 1000, d->asked ? "true" : "false", d->users_at_start,
                         d->moved, d->repointed, d->deferred, d->users_left);
-                json_string(f, d->why);
+                json_write_string(f, d->why);
                 fputc('}', f);
         }
         fputs(",\"last_drain\":", f);
         if (d->last && d->last[0])
-                json_string(f, d->last);
+                json_write_string(f, d->last);
         else
                 fputs("null", f);
         fprintf(f, ",\"drains_done\":%" PRIu64 ",\"drains_stopped\":%" PRIu64, d->done, d->stopped);
@@ -290,26 +271,26 @@ static void json_hold(FILE *f, const char *decision, const CtlStatus *s) {
                 return;
         }
         fputs("{\"kind\":", f);
-        json_string(f, h->kind);
+        json_write_string(f, h->kind);
         fputs(",\"worker\":", f);
         if (h->worker >= 0)
                 fprintf(f, "\"w%d\"", h->worker);
         else
                 fputs("null", f);
         fprintf(f, ",\"for_ms\":%" PRIu64 ",\"reason\":", h->for_usec / 1000);
-        json_string(f, h->reason);
+        json_write_string(f, h->reason);
         fputc('}', f);
 }
 
 void ctl_json_status(FILE *f, const CtlStatus *s) {
         fputs("{\"group\":", f);
-        json_string(f, s->group);
+        json_write_string(f, s->group);
         fputs(",\"bus_name\":", f);
-        json_string(f, s->bus_name);
+        json_write_string(f, s->bus_name);
         fputs(",\"bus\":", f);
-        json_string(f, s->bus_kind);
+        json_write_string(f, s->bus_kind);
         fputs(",\"backend\":", f);
-        json_string(f, s->backend);
+        json_write_string(f, s->backend);
         fputs(",\"workers\":", f);
         json_workers_array(f, s);
         fputs(",\"users\":", f);

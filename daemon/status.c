@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,28 +14,9 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "json-write.h"
 #include "log.h"
 #include "macro.h"
-
-static void json_string(FILE *f, const char *s) {
-        fputc('"', f);
-        for (const unsigned char *p = (const unsigned char *) strempty(s); *p; p++) {
-                if (*p == '"' || *p == '\\')
-                        fprintf(f, "\\%c", *p);
-                else if (*p < 0x20)
-                        fprintf(f, "\\u%04x", *p);
-                else
-                        fputc(*p, f);
-        }
-        fputc('"', f);
-}
-
-static void json_number_or_null(FILE *f, bool has, double v) {
-        if (has && isfinite(v))
-                fprintf(f, "%.4f", v);
-        else
-                fputs("null", f);
-}
 
 static void write_hold(FILE *f, const char *name, const Hold *h, usec_t now) {
         fprintf(f, "\"%s\":", name);
@@ -50,7 +30,7 @@ static void write_hold(FILE *f, const char *name, const Hold *h, usec_t now) {
         else
                 fputs("null", f);
         fprintf(f, ",\"for_ms\":%llu,\"reason\":", (unsigned long long) ((now - h->since) / USEC_PER_MSEC));
-        json_string(f, h->reason);
+        json_write_string(f, h->reason);
         fputc('}', f);
 }
 
@@ -74,7 +54,7 @@ static void write_worker(FILE *f, const StatusView *v, const Worker *w, usec_t n
         fputs(",\"components\":{", f);
         for (Component c = 0; c < _COMPONENT_MAX; c++) {
                 fprintf(f, "%s\"%s\":", c > 0 ? "," : "", component_to_string(c));
-                json_number_or_null(f, o->has[c], o->component[c]);
+                json_write_number_or_null(f, o->has[c], o->component[c]);
         }
         fprintf(f, "},\"freshness\":\"%s\",", freshness_to_string(fr));
         if (fr != FRESHNESS_FRESH && fr != FRESHNESS_NEW)
@@ -83,7 +63,7 @@ static void write_worker(FILE *f, const StatusView *v, const Worker *w, usec_t n
                 fprintf(f, "\"missing\":\"%s\",", w->reading.missing_names);
         if (w->channel_close_reason && !channel_is_open(w->channel)) {
                 fputs("\"channel_closed\":", f);
-                json_string(f, w->channel_close_reason);
+                json_write_string(f, w->channel_close_reason);
                 fputc(',', f);
         }
         (void) status_worker_traffic(v, w->id, &t);
@@ -91,7 +71,7 @@ static void write_worker(FILE *f, const StatusView *v, const Worker *w, usec_t n
                 t.inflight);
         if (last) {
                 fprintf(f, "\"last_report_ms_ago\":%llu,\"cpu\":", (unsigned long long) ((now - last->received) / USEC_PER_MSEC));
-                json_number_or_null(f, last->has_cpu, last->cpu);
+                json_write_number_or_null(f, last->has_cpu, last->cpu);
                 fputs(",\"memory_bytes\":", f);
                 if (last->has_memory)
                         fprintf(f, "%llu", (unsigned long long) last->memory_bytes);
@@ -101,14 +81,14 @@ static void write_worker(FILE *f, const StatusView *v, const Worker *w, usec_t n
         }
         fprintf(f, "\"exec_current\":%s,", w->exec_generation == v->pool->exec_generation ? "true" : "false");
         fputs("\"socket\":", f);
-        json_string(f, w->socket_path);
+        json_write_string(f, w->socket_path);
         if (w->place.cgroup_path) {
                 fputs(",\"cgroup\":", f);
-                json_string(f, w->place.cgroup_path);
+                json_write_string(f, w->place.cgroup_path);
         }
         if (w->place.unit) {
                 fputs(",\"unit\":", f);
-                json_string(f, w->place.unit);
+                json_write_string(f, w->place.unit);
         }
         fputc('}', f);
 }
@@ -132,12 +112,12 @@ static void write_compaction(FILE *f, const Compaction *c, usec_t now) {
                         d->worker, (unsigned long long) ((now - d->started) / USEC_PER_MSEC),
                         d->asked ? "true" : "false", d->users_at_start, d->moved, d->repointed, d->deferred,
                         surface_worker_users(c->surface, d->worker));
-                json_string(f, d->why);
+                json_write_string(f, d->why);
                 fputc('}', f);
         }
         fputs(",\"last_drain\":", f);
         if (c->last[0])
-                json_string(f, c->last);
+                json_write_string(f, c->last);
         else
                 fputs("null", f);
         fprintf(f, ",\"drain_backoff_ms\":%llu,\"drains_done\":%llu,\"drains_stopped\":%llu,",
@@ -211,7 +191,7 @@ int status_write(const StatusView *v, FILE *f) {
         capacity_policy_input(v->capacity, &in);
         policy_ledger(&in, &v->capacity->policy, &l);
         fputs("{\"group\":", f);
-        json_string(f, v->group);
+        json_write_string(f, v->group);
         fprintf(f, ",\"backend\":\"%s\",\"stopping\":%s,\"workers\":[",
                 backend_kind_to_string(v->pool->backend->vtable->kind), v->pool->stopping ? "true" : "false");
         for (size_t i = 0; i < v->pool->n_workers; i++) {
@@ -227,7 +207,7 @@ int status_write(const StatusView *v, FILE *f) {
                 write_relief(f, v->relief);
         fputs("\"reload_error\":", f);
         if (v->reload_error && *v->reload_error)
-                json_string(f, *v->reload_error);
+                json_write_string(f, *v->reload_error);
         else
                 fputs("null", f);
         fputs(",\"holds\":{", f);
@@ -236,7 +216,7 @@ int status_write(const StatusView *v, FILE *f) {
         write_hold(f, "compaction", &v->capacity->compaction_hold, now);
         fprintf(f, "},\"spawn\":{\"failures\":%u,\"given_up\":%s,\"last_error\":", v->pool->throttle.failures,
                 v->pool->throttle.given_up ? "true" : "false");
-        json_string(f, v->pool->throttle.last_error);
+        json_write_string(f, v->pool->throttle.last_error);
         fprintf(f, "},\"counters\":{\"reports\":%llu,\"spawns\":%llu,\"deaths\":%llu}}\n",
                 (unsigned long long) v->pool->reports_received, (unsigned long long) v->pool->spawns,
                 (unsigned long long) v->pool->deaths);
