@@ -81,6 +81,7 @@ static void finish(Move *mv, bool switched, bool target_failed, const char *outc
         };
 
         journal_end(mv, &e, held);
+        m->surface->version++; /* the user's "moving" ends */
         u->move = NULL;
         mv->user = NULL;
         move_free(mv);
@@ -225,6 +226,7 @@ static int start(Moves *m, SurfaceUser *u, unsigned to, const char *why, bool re
                 m->list->prev = mv;
         m->list = mv;
         u->move = mv;
+        m->surface->version++;
         if (m->event) {
                 r = sd_event_add_time(m->event, &mv->timer, CLOCK_MONOTONIC, now + m->timeout, USEC_PER_MSEC,
                                       on_timeout, mv);

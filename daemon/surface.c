@@ -74,6 +74,7 @@ int surface_user_place(Surface *s, const char *name, unsigned worker, usec_t now
                 if (r < 0)
                         return r;
         }
+        s->version++;
         u->worker = worker;
         u->placed_at = now;
         u->last_seen = MAX(u->last_seen, now);
@@ -84,6 +85,7 @@ int surface_user_place(Surface *s, const char *name, unsigned worker, usec_t now
 }
 
 static void user_remove(Surface *s, SurfaceUser *u) {
+        s->version++;
         if (u->worker < s->worker_slots && s->worker_users[u->worker] > 0)
                 s->worker_users[u->worker]--;
         (void) strmap_remove(&s->users, u->name);
@@ -126,6 +128,7 @@ uint64_t surface_request_started(Surface *s, const char *name, usec_t now) {
 
         if (!u)
                 return 0;
+        s->version++;
         u->open++;
         u->last_seen = now;
         return u->incarnation;
@@ -136,6 +139,7 @@ SurfaceUser *surface_request_ended(Surface *s, const char *name, uint64_t ticket
 
         if (!u || ticket != u->incarnation)
                 return u;
+        s->version++;
         if (u->open > 0)
                 u->open--;
         u->requests++;
@@ -151,5 +155,6 @@ SurfaceUser *surface_request_transfer(Surface *s, const char *from, uint64_t *ti
                 quiesced = --before->open == 0;
         *ticket = u->incarnation;
         u->open++;
+        s->version++;
         return quiesced ? before : NULL;
 }

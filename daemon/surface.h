@@ -38,6 +38,7 @@ typedef struct Surface {
         uint32_t *worker_users;  /* index by worker id */
         unsigned worker_slots;
         uint64_t next_incarnation;
+        uint64_t version;        /* bumped on every change of a user (placed, forgotten, a request) */
 } Surface;
 
 void surface_init(Surface *s);
