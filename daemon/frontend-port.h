@@ -31,9 +31,10 @@ typedef struct CommanderOps {
          * (reception-first, journaled with unknown_why) when the commander does not know the user or its
          * worker takes no requests any more; held while the user moves. */
         void (*route_user)(void *userdata, const char *user, const char *unknown_why, Route *ret);
-        /* A request of user began on its worker: returns the ticket that ties its end to this start (a
-         * later login of the same name is another user). */
-        uint64_t (*request_started)(void *userdata, const char *user);
+        /* A request of user began on its worker at now (the front end's clock of the loop iteration):
+         * returns the ticket that ties its end to this start (a later login of the same name is another
+         * user). */
+        uint64_t (*request_started)(void *userdata, const char *user, usec_t now);
         /* That request ended after busy (counted for user if the ticket is still its). */
         void (*request_ended)(void *userdata, const char *user, uint64_t ticket, usec_t busy);
         /* worker has no request open any more (a draining worker may stop now). */

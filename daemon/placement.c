@@ -91,10 +91,10 @@ static void route_user(void *userdata, const char *user, const char *unknown_why
         ret->worker = w ? w->id : u ? 0 : route_guest(pl);
 }
 
-static uint64_t request_started(void *userdata, const char *user) {
+static uint64_t request_started(void *userdata, const char *user, usec_t now) {
         Placement *pl = userdata;
 
-        return surface_request_started(pl->surface, user, now_usec(CLOCK_MONOTONIC));
+        return surface_request_started(pl->surface, user, now);
 }
 
 static void request_ended(void *userdata, const char *user, uint64_t ticket, usec_t busy) {

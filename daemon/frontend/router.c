@@ -35,7 +35,7 @@ void router_fail_early(Frontend *fe, Exchange *x, unsigned status, unsigned retr
 
 static void request_opened(Frontend *fe, Exchange *x) {
         if (x->user)
-                x->ticket = fe->commander->request_started(fe->commander_userdata, x->user);
+                x->ticket = fe->commander->request_started(fe->commander_userdata, x->user, x->started);
 }
 
 /* The commander hears of the end once: a request swept before its end was told then. */

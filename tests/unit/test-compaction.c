@@ -358,9 +358,9 @@ static void test_compaction_idle_users_expire(void **state) {
 
         w1 = fixture_add_worker(m, WORKER_ROUTABLE);
         fixture_set_users(m, w1, 3); /* w1-0, w1-1, w1-2, seen at placement */
-        ticket = placement_ops.request_started(&m->placement, "w1-1");
+        ticket = placement_ops.request_started(&m->placement, "w1-1", fixture_now);
         fixture_advance(expiry - USEC_PER_SEC);
-        (void) placement_ops.request_started(&m->placement, "w1-2");
+        (void) placement_ops.request_started(&m->placement, "w1-2", fixture_now);
         fixture_advance(USEC_PER_SEC);
 
         assert_int_equal(placement_expire_users(&m->placement, expiry, fixture_now), 1);

@@ -105,13 +105,13 @@ static void test_placement_requests_counted_by_ticket(void **state) {
         (void) fixture_add_worker(m, WORKER_ROUTABLE);
         (void) route("dave");
         u = surface_user_get(&m->surface, "dave");
-        t = ops->request_started(pl, "dave");
+        t = ops->request_started(pl, "dave", fixture_now);
         assert_true(t == u->incarnation);
         assert_int_equal(u->open, 1);
         ops->request_ended(pl, "dave", t, 40);
         assert_int_equal(u->open, 0);
         assert_true(u->requests == 1 && u->busy_usec == 40);
-        assert_true(ops->request_started(pl, "nobody") == 0);
+        assert_true(ops->request_started(pl, "nobody", fixture_now) == 0);
         ops->request_ended(pl, "nobody", 0, 1); /* nothing to count */
 }
 
@@ -188,7 +188,7 @@ static void test_placement_login_takes_the_request_over(void **state) {
         uint64_t ticket;
 
         (void) route("hank");
-        ticket = ops->request_started(pl, "hank");
+        ticket = ops->request_started(pl, "hank", fixture_now);
         assert_int_equal(surface_user_get(&m->surface, "hank")->open, 1);
         assert_int_equal(ops->login(pl, "ivy", w1->id, "hank", &ticket), 1);
         assert_int_equal(surface_user_get(&m->surface, "hank")->open, 0);
