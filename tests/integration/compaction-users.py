@@ -326,6 +326,13 @@ def finish(run, users, result):
             run.failure(f"status.json at the end names {names}, want exactly 1 worker")
         elif list(spread) != [names[0][1:]]:
             run.failure(f"users at the end live on {spread}, want all on {names[0]}")
+    return conclude(run, users, result)
+
+
+
+def conclude(run, users, result):
+    """The checks every run ends with (every request answered 2xx, every user answered at least once),
+    then the result as one JSON line and the violations; the exit status."""
     if run.non_2xx or run.no_answer:
         run.failure(f"{run.non_2xx} non-2xx answers and {run.no_answer} requests without an answer "
                     f"among {run.requests}")
@@ -337,7 +344,6 @@ def finish(run, users, result):
     for v in run.violations:
         print(f"FAIL: {v}", file=sys.stderr)
     return 0 if result["ok"] and not run.violations else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())

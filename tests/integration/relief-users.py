@@ -332,17 +332,7 @@ def finish(run, users, result):
                 run.failure(f"{u.name_}: moved to w3, but w2 still holds its state")
     if result["ok"] and not on_w3:
         run.failure("no user was ever answered by worker 3")
-    if run.non_2xx or run.no_answer:
-        run.failure(f"{run.non_2xx} non-2xx answers and {run.no_answer} requests without an answer "
-                    f"among {run.requests}")
-    for u in users:
-        if u.crc is None:
-            run.failure(f"{u.name_}: no /state answer at all")
-    result["violations"] = len(run.violations)
-    print(json.dumps(result), flush=True)
-    for v in run.violations:
-        print(f"FAIL: {v}", file=sys.stderr)
-    return 0 if result["ok"] and not run.violations else 1
+    return cu.conclude(run, users, result)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "manager-fixture.h"
 
+#include "move-frames.h"
+
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -181,25 +183,18 @@ Frame *fixture_read_frame(const Worker *w, ElasticPool__Frame__BodyCase expect) 
 }
 
 void fixture_package(Worker *from, uint64_t move_id, const char *blob, const char *error) {
-        ElasticPool__Package p = ELASTIC_POOL__PACKAGE__INIT;
-        Frame f = ELASTIC_POOL__FRAME__INIT;
+        ElasticPool__Package p;
+        Frame f;
 
-        p.has_move_id = true, p.move_id = move_id;
-        if (blob)
-                p.has_blob = true, p.blob = (ProtobufCBinaryData) { strlen(blob), (uint8_t *) blob };
-        p.error = (char *) error;
-        f.body_case = ELASTIC_POOL__FRAME__BODY_PACKAGE, f.package = &p;
+        move_frame_package(&f, &p, move_id, blob, error);
         pool_handle_frame(from, &f);
 }
 
 void fixture_install_result(Worker *to, uint64_t move_id, bool ok, const char *error) {
-        ElasticPool__InstallResult r = ELASTIC_POOL__INSTALL_RESULT__INIT;
-        Frame f = ELASTIC_POOL__FRAME__INIT;
+        ElasticPool__InstallResult r;
+        Frame f;
 
-        r.has_move_id = true, r.move_id = move_id;
-        r.has_ok = true, r.ok = ok;
-        r.error = (char *) error;
-        f.body_case = ELASTIC_POOL__FRAME__BODY_INSTALL_RESULT, f.install_result = &r;
+        move_frame_install_result(&f, &r, move_id, ok, error);
         pool_handle_frame(to, &f);
 }
 

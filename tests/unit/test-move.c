@@ -23,6 +23,7 @@
 #include "log.h"
 #include "macro.h"
 #include "move.h"
+#include "move-frames.h"
 
 #define T0 (1000 * USEC_PER_SEC)
 #define TIMEOUT (5 * USEC_PER_SEC)
@@ -171,25 +172,18 @@ static SurfaceUser *user_on(const char *name, unsigned worker) {
 }
 
 static void package(unsigned from, uint64_t move_id, const char *blob, const char *error) {
-        ElasticPool__Package p = ELASTIC_POOL__PACKAGE__INIT;
-        Frame f = ELASTIC_POOL__FRAME__INIT;
+        ElasticPool__Package p;
+        Frame f;
 
-        p.has_move_id = true, p.move_id = move_id;
-        if (blob)
-                p.has_blob = true, p.blob = (ProtobufCBinaryData) { strlen(blob), (uint8_t *) blob };
-        p.error = (char *) error;
-        f.body_case = ELASTIC_POOL__FRAME__BODY_PACKAGE, f.package = &p;
+        move_frame_package(&f, &p, move_id, blob, error);
         move_on_frame(&moves, from, &f, now);
 }
 
 static void install_result(unsigned to, uint64_t move_id, bool ok, const char *error) {
-        ElasticPool__InstallResult r = ELASTIC_POOL__INSTALL_RESULT__INIT;
-        Frame f = ELASTIC_POOL__FRAME__INIT;
+        ElasticPool__InstallResult r;
+        Frame f;
 
-        r.has_move_id = true, r.move_id = move_id;
-        r.has_ok = true, r.ok = ok;
-        r.error = (char *) error;
-        f.body_case = ELASTIC_POOL__FRAME__BODY_INSTALL_RESULT, f.install_result = &r;
+        move_frame_install_result(&f, &r, move_id, ok, error);
         move_on_frame(&moves, to, &f, now);
 }
 
