@@ -123,7 +123,7 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 static void notify_status(Manager *m) {
         char line[512];
 
-        status_line(&m->status, m->reload_error, line, sizeof line);
+        status_line(&m->status, line, sizeof line);
         if (streq_ptr(line, m->status_line))
                 return;
         free(m->status_line);

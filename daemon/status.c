@@ -148,7 +148,8 @@ static const char *hold_text(const Hold *h, char *buf, size_t size) {
         return buf;
 }
 
-void status_line(const StatusView *v, const char *reload_error, char *buf, size_t size) {
+void status_line(const StatusView *v, char *buf, size_t size) {
+        const char *reload_error = v->reload_error ? *v->reload_error : NULL;
         _cleanup_free_ char *text = NULL;
         size_t len = 0, users = 0, workers = 0;
         char up[300], down[300];

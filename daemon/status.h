@@ -30,8 +30,8 @@ typedef struct StatusView {
 bool status_worker_traffic(const StatusView *v, unsigned worker, WorkerTraffic *ret);
 
 /* The pool in one line for systemd's STATUS=: "3 workers, 120 users, occupancy 0.41/0.63/0.12, held:
- * none", then a drain under way and a failed reload (reload_error, NULL: none). Truncated to size. */
-void status_line(const StatusView *v, const char *reload_error, char *buf, size_t size);
+ * none", then a drain under way and a failed reload (v->reload_error). Truncated to size. */
+void status_line(const StatusView *v, char *buf, size_t size);
 
 /* The pool as JSON on f. 0 or -EIO. */
 int status_write(const StatusView *v, FILE *f);

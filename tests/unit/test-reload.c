@@ -83,7 +83,7 @@ static void test_reload_new_exec_for_new_workers(void **state) {
         assert_int_equal(manager_reload(m, &error), 0);
         assert_string_equal(m->config.exec[0], "/bin/false");
         assert_int_not_equal(w->exec_generation, m->pool.exec_generation); /* it runs the old one */
-        status_line(&m->status, m->reload_error, line, sizeof line);
+        status_line(&m->status, line, sizeof line);
         assert_null(strstr(line, "reload failed"));
 
         /* the same command again is no change */
@@ -106,7 +106,7 @@ static void test_reload_invalid_keeps_running_configuration(void **state) {
         assert_true(m->config.admission_threshold == 0.7);
         assert_true(m->capacity.policy.admission_threshold == 0.7);
         assert_non_null(m->reload_error);
-        status_line(&m->status, m->reload_error, line, sizeof line);
+        status_line(&m->status, line, sizeof line);
         assert_non_null(strstr(line, "reload failed, running on the previous configuration"));
         assert_non_null(strstr(line, want));
 
@@ -134,7 +134,7 @@ static void test_status_line(void **state) {
         fixture_set_users(m, w[1], 3);
         fixture_report(w[0], READING(.cpu = 0.41));
         fixture_report(w[1], READING(.cpu = 0.63));
-        status_line(&m->status, NULL, line, sizeof line);
+        status_line(&m->status, line, sizeof line);
         assert_string_equal(line, "2 workers, 3 users, occupancy 0.41/0.63, held: scale-up none, compaction none");
 }
 
