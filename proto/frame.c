@@ -177,6 +177,8 @@ const char *frame_body_name(const Frame *f) {
                 return "drain";
         case ELASTIC_POOL__FRAME__BODY_GOODBYE:
                 return "goodbye";
+        case ELASTIC_POOL__FRAME__BODY_USERS:
+                return "users";
         default:
                 return "none";
         }
