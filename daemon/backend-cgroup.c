@@ -4,6 +4,7 @@
  * us (we then move into a "supervisor" leaf: no processes in inner nodes); when we sit in the
  * hierarchy's root we make elastic-pool-<group> there, so two groups never share a tree. */
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -350,6 +351,63 @@ static int cgroup_oom_kills(Backend *b, Worker *w, uint64_t *ret) {
         return r == -ENOENT ? -ENODATA : r;
 }
 
+/* Leaves w<N> under our root that still hold processes: workers of an earlier commander of this group
+ * (re-adoption). Empty ones are removed as prepare() would. */
+static int cgroup_discover(Backend *b, BackendFound **ret, size_t *ret_n) {
+        _cleanup_close_ int dfd = -EBADF;
+        BackendFound *found = NULL;
+        struct dirent *de;
+        size_t n = 0;
+        DIR *d;
+        int r = 0;
+
+        dfd = openat(b->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        d = fdopendir(dfd);
+        if (!d)
+                return -errno;
+        TAKE_FD(dfd);
+        while ((de = readdir(d))) {
+                _cleanup_close_ int fd = -EBADF;
+                unsigned id;
+                char tail;
+
+                if (de->d_type != DT_DIR || sscanf(de->d_name, "w%u%c", &id, &tail) != 1)
+                        continue;
+                fd = openat(b->root_fd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                if (cgroup_is_empty(fd)) {
+                        (void) remove_leaf(b, de->d_name);
+                        continue;
+                }
+                BackendFound *a = reallocarray(found, n + 1, sizeof *a);
+                if (!a) {
+                        r = -ENOMEM;
+                        break;
+                }
+                found = a;
+                size_t i = n++;
+                for (; i > 0 && a[i - 1].id > id; i--)
+                        a[i] = a[i - 1];
+                a[i] = (BackendFound) { .id = id };
+                if (asprintf(&a[i].cgroup_path, "%s/%s", b->root, de->d_name) < 0) {
+                        a[i].cgroup_path = NULL;
+                        r = -ENOMEM;
+                        break;
+                }
+        }
+        closedir(d);
+        if (r < 0) {
+                backend_found_free(found, n);
+                return r;
+        }
+        *ret = found;
+        *ret_n = n;
+        return 0;
+}
+
 const BackendVTable backend_cgroup_vtable = {
         .kind = BACKEND_CGROUP,
         .init = cgroup_init,
@@ -358,4 +416,5 @@ const BackendVTable backend_cgroup_vtable = {
         .attach = cgroup_attach,
         .release = cgroup_release,
         .oom_kills = cgroup_oom_kills,
+        .discover = cgroup_discover,
 };

@@ -504,51 +504,86 @@ static int subscribe_job_removed(Scope *s, sd_bus *bus) {
         return 0;
 }
 
-/* Scopes of this group that outlived an earlier commander hold running workers (that is the point of
- * scopes). Until re-adoption takes them back they are left alone, and said; new workers are numbered
- * above the highest of them (b->first_worker_id) so their names do not clash (UnitExists). */
-static void warn_leftovers(Scope *s, sd_bus *bus) {
+static int scope_control_group(sd_bus *bus, const char *unit, char **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_free_ char *pattern = NULL, *names = NULL;
+        _cleanup_free_ char *path = NULL;
+        const char *cgroup = NULL;
+        int r;
+
+        r = sd_bus_path_encode(SYSTEMD_UNIT_PREFIX, unit, &path);
+        if (r < 0)
+                return r;
+        r = call_sync(bus, path, "org.freedesktop.DBus.Properties", "Get", &e, &reply, "ss",
+                      "org.freedesktop.systemd1.Scope", "ControlGroup");
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "v", "s", &cgroup);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to read the cgroup of %s: %s", unit, bus_error_text(&e, r));
+        if (isempty(cgroup))
+                return -ENODATA;
+        *ret = strdup(cgroup);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int found_add(BackendFound **found, size_t *n, unsigned id, const char *unit, char *cgroup) {
+        BackendFound *a = reallocarray(*found, *n + 1, sizeof *a);
+        size_t i;
+
+        if (!a)
+                return -ENOMEM;
+        *found = a;
+        for (i = *n; i > 0 && a[i - 1].id > id; i--)
+                a[i] = a[i - 1];
+        a[i] = (BackendFound) { .id = id, .unit = unit ? strdup(unit) : NULL, .cgroup_path = cgroup };
+        (*n)++;
+        return unit && !a[i].unit ? -ENOMEM : 0;
+}
+
+/* Scopes of this group that outlived an earlier commander hold running workers (that is the point of
+ * scopes): listed by name through the manager, with their cgroups, for re-adoption. */
+static int scope_discover(Backend *b, BackendFound **ret, size_t *ret_n) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *pattern = NULL;
+        Scope *s = scope_from(b);
+        BackendFound *found = NULL;
         const char *name, *active;
-        size_t n = 0, len = 0;
+        size_t n = 0;
         int r;
 
         if (asprintf(&pattern, "%s*.scope", s->unit_prefix) < 0)
-                return;
-        r = call_sync(bus, SYSTEMD_PATH, SYSTEMD_MANAGER, "ListUnitsByPatterns", &e, &reply, "asas", 0, 1,
+                return -ENOMEM;
+        r = call_sync(b->bus, SYSTEMD_PATH, SYSTEMD_MANAGER, "ListUnitsByPatterns", &e, &reply, "asas", 0, 1,
                       pattern);
         if (r >= 0)
                 r = sd_bus_message_enter_container(reply, 'a', "(ssssssouso)");
         while (r > 0) {
+                char *cgroup = NULL;
+                unsigned id;
+
                 r = sd_bus_message_read(reply, "(ssssssouso)", &name, NULL, NULL, &active, NULL, NULL, NULL,
                                         NULL, NULL, NULL);
-                if (r <= 0 || streq(active, "inactive"))
+                if (r <= 0 || !streq(active, "active") ||
+                    sscanf(name + s->unit_prefix_len, "%u.scope", &id) != 1)
                         continue;
-                unsigned id;
-                if (sscanf(name + s->unit_prefix_len, "%u.scope", &id) == 1 && id >= s->backend->first_worker_id)
-                        s->backend->first_worker_id = id + 1;
-                n++;
-                if (n <= 8) {
-                        char *more = realloc(names, len + strlen(name) + 3);
-                        if (!more)
-                                return;
-                        names = more;
-                        len += (size_t) sprintf(names + len, "%s%s", len > 0 ? ", " : "", name);
-                }
+                if (scope_control_group(b->bus, name, &cgroup) < 0)
+                        continue;
+                r = found_add(&found, &n, id, name, cgroup);
+                if (r < 0)
+                        break;
+                r = 1;
         }
         if (r < 0) {
-                log_debug("Failed to list leftover scopes of group %s, ignoring: %s", s->backend->group,
-                          bus_error_text(&e, r));
-                return;
+                backend_found_free(found, n);
+                return log_warning_errno(r, "Failed to list the scopes of group %s: %s", b->group,
+                                         bus_error_text(&e, r));
         }
-        if (n > 0)
-                log_warning("%zu scope(s) of group %s outlived an earlier commander and still run: %s%s. "
-                            "Re-adoption is not implemented yet: they are left alone (stop them with "
-                            "systemctl%s stop '%s'); new workers are numbered from w%u",
-                            n, s->backend->group, names, n > 8 ? ", ..." : "", s->user ? " --user" : "",
-                            pattern, s->backend->first_worker_id);
+        /* the slice holds them: stop it at exit once they are gone */
+        s->placed_any = s->placed_any || n > 0;
+        *ret = found;
+        *ret_n = n;
+        return 0;
 }
 
 static Scope *scope_free(Scope *s) {
@@ -625,7 +660,6 @@ static int scope_init(Backend *b) {
         r = subscribe_job_removed(s, bus);
         if (r < 0)
                 return r;
-        warn_leftovers(s, bus);
         r = sd_bus_attach_event(bus, b->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return log_warning_errno(r, "Failed to attach the bus to the event loop: %m");
@@ -758,4 +792,5 @@ const BackendVTable backend_scope_vtable = {
         .attach = scope_attach,
         .release = scope_release,
         .oom_kills = scope_oom_kills,
+        .discover = scope_discover,
 };

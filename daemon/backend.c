@@ -2,7 +2,10 @@
 #include "backend.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -121,4 +124,38 @@ void backend_place_done(BackendPlace *p) {
         p->cgroup_path = mfree(p->cgroup_path);
         p->unit = mfree(p->unit);
         p->job = mfree(p->job);
+}
+
+void backend_found_free(BackendFound *f, size_t n) {
+        for (size_t i = 0; f && i < n; i++) {
+                free(f[i].unit);
+                free(f[i].cgroup_path);
+        }
+        free(f);
+}
+
+int backend_adopt_place(Backend *b, Worker *w, const BackendFound *f) {
+        _cleanup_free_ char *full = NULL;
+        uint64_t oom = 0;
+        int fd;
+
+        if (!b->cgroup_mount || !f->cgroup_path)
+                return -ENODATA;
+        if (asprintf(&full, "%s%s", b->cgroup_mount, f->cgroup_path) < 0)
+                return -ENOMEM;
+        fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        w->place.cgroup_fd = fd;
+        w->place.cgroup_path = strdup(f->cgroup_path);
+        if (f->unit)
+                w->place.unit = strdup(f->unit);
+        if (!w->place.cgroup_path || (f->unit && !w->place.unit))
+                return -ENOMEM;
+        /* a scope we took back is ours to stop, as one we made */
+        w->place.unit_owned = f->unit != NULL;
+        /* kills before the restart were the earlier commander's to count */
+        if (cgroup_read_keyed(fd, "memory.events", "oom_kill", &oom) >= 0)
+                w->place.oom_kills_at_start = oom;
+        return 0;
 }

@@ -36,6 +36,16 @@ typedef struct BackendPlace {
 /* Frees what a place still holds (not what it made outside the process: that is release()'s). */
 void backend_place_done(BackendPlace *p);
 
+/* A place an earlier commander of this group made and left populated (its worker outlived it): what
+ * re-adoption starts from. */
+typedef struct BackendFound {
+        unsigned id;        /* the N of wN */
+        char *unit;         /* scope: its unit name; NULL for a leaf */
+        char *cgroup_path;  /* relative to the unified mount */
+} BackendFound;
+
+void backend_found_free(BackendFound *f, size_t n);
+
 typedef struct BackendVTable {
         BackendKind kind;
         /* Probes and sets up; -EOPNOTSUPP (with a logged reason) when unusable on this host. */
@@ -49,6 +59,9 @@ typedef struct BackendVTable {
         void (*release)(Backend *b, Worker *w);
         /* The OOM-kill count of the worker's cgroup (memory.events oom_kill); -ENODATA when unknown. */
         int (*oom_kills)(Backend *b, Worker *w, uint64_t *ret);
+        /* The group's places left populated by an earlier commander, ordered by id: 0 with a malloc()ed
+         * array (free with backend_found_free()), -errno. NULL for a backend without places. */
+        int (*discover)(Backend *b, BackendFound **ret, size_t *ret_n);
 } BackendVTable;
 
 struct Backend {
@@ -62,7 +75,6 @@ struct Backend {
         char *root;           /* cgroup backend: our delegated root, relative to the mount */
         int root_fd;
         bool root_owned;      /* cgroup backend: we made the root (bare host), so we remove it */
-        unsigned first_worker_id; /* > 0: number new workers from here (leftovers hold the lower names) */
         char *slice;          /* scope backend: elastic-pool-<group>.slice */
         void *data;           /* the backend's private state (scope: placements under way); done() frees it */
         void (*attach_done)(Worker *w, int error); /* set by the pool */
@@ -77,6 +89,9 @@ extern const BackendVTable backend_none_vtable;
 int backend_new(BackendKind kind, sd_event *event, const Config *config, const char *group,
                 void (*attach_done)(Worker *w, int error), Backend **ret);
 Backend *backend_free(Backend *b);
+
+/* Makes f the place of w (re-adoption): its cgroup opened, its scope unit ours to stop. 0 or -errno. */
+int backend_adopt_place(Backend *b, Worker *w, const BackendFound *f);
 
 /* Whether we run under a systemd manager we can ask for scopes: the system manager when PID 1 is
  * systemd and we are root, else a user manager reachable on the session bus. */

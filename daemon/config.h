@@ -40,6 +40,8 @@ typedef enum ConfigKey {
         CONFIG_KEY_DRAIN_TIMEOUT,
         CONFIG_KEY_STOP_TIMEOUT,
         CONFIG_KEY_MOVE_TIMEOUT,
+        CONFIG_KEY_READOPT,
+        CONFIG_KEY_ADOPT_TIMEOUT,
         CONFIG_KEY_RECEPTION_THRESHOLD,
         CONFIG_KEY_ADMISSION_THRESHOLD,
         CONFIG_KEY_COMPACTION_MARGIN,
@@ -98,6 +100,8 @@ typedef struct Config {
         usec_t drain_timeout;     /* 30 s: in-flight requests of a retiring worker */
         usec_t stop_timeout;      /* 10 s: SIGTERM to SIGKILL */
         usec_t move_timeout;      /* 0 = hold_timeout / 2: a live move gives up past it */
+        bool readopt;             /* yes: workers outlive a commander crash and the next one takes them back */
+        usec_t adopt_timeout;     /* 15 s: a re-adopted worker's sensor must reconnect within it */
 
         /* [policy] */
         double reception_threshold; /* 0.5 */

@@ -15,6 +15,8 @@
 #define MESSAGE_ID_HELD "b18ac20b8bbf25796b502190b836e46f"         /* a decision is held (missing data) */
 #define MESSAGE_ID_REFUSED "5c4876f1de50b08cf0d0dcb7d5f987d9"      /* a needed spawn was refused */
 #define MESSAGE_ID_CHANNEL_CLOSED "4725dde6c97d90a48595306861877474" /* a worker's channel was closed */
+#define MESSAGE_ID_CHANNEL_REFUSED "40d4632e97244e1282d7a8de67ab055c" /* a non-worker knocked on channel.sock */
+#define MESSAGE_ID_ADOPT "5d4660f3e39f433c821d766f4260b6e3"        /* a worker of an earlier commander was taken back */
 #define MESSAGE_ID_STOP "f6e7f9fcfd9f9e51bf9b07015f0b588e"         /* the commander is stopping */
 #define MESSAGE_ID_PLACE "f1494a3e59650bf20abb44b2fe595a22"        /* a user was placed on a worker */
 #define MESSAGE_ID_MOVE "06113336199275f13a3bf8c2c08918bf"         /* a user moved between workers */

@@ -14,6 +14,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "cleanup.h"
+#include "fd-util.h"
 #include "path-util.h"
 #include "journal-ids.h"
 #include "log.h"
@@ -229,9 +230,49 @@ static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+static void free_passed(Manager *m) {
+        for (size_t i = 0; i < m->n_passed; i++) {
+                safe_close(m->passed_fds[i]);
+                free(m->passed_names[i]);
+        }
+        m->passed_fds = mfree(m->passed_fds);
+        m->passed_names = mfree(m->passed_names);
+        m->n_passed = 0;
+}
+
+/* LISTEN_FDS: the channel socket of our previous run (fd store) is the pool's; everything else the
+ * front end's (listen= sockets from the fd store, socket units'). Returns the channel fd or -EBADF. */
+static int take_passed_fds(Manager *m) {
+        char **names = NULL;
+        int n, channel_fd = -EBADF;
+
+        n = sd_listen_fds_with_names(true, &names);
+        if (n <= 0)
+                return -EBADF;
+        m->passed_fds = calloc(n, sizeof(int));
+        m->passed_names = calloc(n, sizeof(char *));
+        for (int i = 0; i < n; i++) {
+                int fd = SD_LISTEN_FDS_START + i;
+                char *name = names ? names[i] : NULL;
+
+                if (name && streq(name, "channel") && channel_fd < 0) {
+                        channel_fd = fd;
+                        free(name);
+                } else if (m->passed_fds && m->passed_names) {
+                        m->passed_fds[m->n_passed] = fd;
+                        m->passed_names[m->n_passed++] = name;
+                } else {
+                        safe_close(fd);
+                        free(name);
+                }
+        }
+        free(names);
+        return channel_fd;
+}
+
 int manager_new(const ManagerOptions *o, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
-        int r;
+        int r, channel_fd;
 
         m = calloc(1, sizeof *m);
         if (!m)
@@ -266,9 +307,15 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to watch SIGTERM/SIGINT/SIGHUP (blocked?): %m");
 
+        channel_fd = take_passed_fds(m);
         r = pool_init(&m->pool, m->event, &m->config, m->group, m->runtime_dir, &manager_pool_hooks, m);
-        if (r < 0)
+        if (r < 0) {
+                safe_close(channel_fd);
                 return r;
+        }
+        /* kept across restarts, so sensors reconnecting while we are down wait in its queue */
+        if (pool_listen_channel(&m->pool, channel_fd) >= 0)
+                (void) fd_store_add(channel_listener_fd(m->pool.channel_listener), "channel");
         manager_wire(m);
         if (!o->no_frontend) {
                 r = manager_add_frontend(m, o->state_dir);
@@ -318,6 +365,7 @@ Manager *manager_free(Manager *m) {
         surface_done(&m->surface);
         capacity_done(&m->capacity);
         pool_done(&m->pool);
+        free_passed(m);
         m->stop_deadline = sd_event_source_disable_unref(m->stop_deadline);
         m->status_timer = sd_event_source_disable_unref(m->status_timer);
         if (m->status_path)
@@ -361,7 +409,7 @@ void manager_stop(Manager *m, const char *why) {
 void manager_maybe_ready(Manager *m) {
         unsigned routable;
 
-        if (m->notified_ready)
+        if (m->notified_ready || m->pool.adopting > 0)
                 return;
         routable = pool_routable(&m->pool);
         if (routable < m->config.min_workers)
@@ -374,7 +422,12 @@ void manager_maybe_ready(Manager *m) {
 int manager_run(Manager *m) {
         int r;
 
-        capacity_check(&m->capacity);
+        if (pool_adopt(&m->pool) > 0) {
+                /* decisions wait for the workers taken back (the adopted hook) */
+                if (m->frontend)
+                        frontend_hold_listeners(m->frontend);
+        } else
+                capacity_check(&m->capacity);
         r = sd_event_loop(m->event);
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
@@ -390,8 +443,11 @@ static void on_worker_routable(Worker *w, void *userdata) {
                 m->frontend_hooks->worker_routable(m->frontend, w->id, w->socket_path);
         manager_maybe_ready(m);
         bus_worker_spawned(m->bus, w);
-        capacity_check(&m->capacity);
-        compaction_step(&m->compaction, now_usec(CLOCK_MONOTONIC));
+        /* a worker taken back: the pool is judged once all of them are (on_adopted) */
+        if (m->pool.adopting == 0) {
+                capacity_check(&m->capacity);
+                compaction_step(&m->compaction, now_usec(CLOCK_MONOTONIC));
+        }
         manager_write_status(m);
 }
 
@@ -435,6 +491,8 @@ static void on_move_frame(Worker *w, const Frame *f, void *userdata) {
 static void on_pool_changed(Pool *p, void *userdata) {
         Manager *m = userdata;
 
+        if (p->adopting > 0)
+                return; /* on_adopted judges the pool once every worker taken back is */
         capacity_check(&m->capacity);
         compaction_step(&m->compaction, now_usec(CLOCK_MONOTONIC));
         manager_write_status(m);
@@ -453,6 +511,22 @@ static unsigned worker_inflight(const Worker *w, void *userdata) {
         return t.inflight;
 }
 
+static void on_users(Worker *w, const ElasticPool__Users *u, void *userdata) {
+        Manager *m = userdata;
+
+        (void) placement_users_announced(&m->placement, w->id, u->users, u->n_users);
+}
+
+static void on_adopted(Pool *p, void *userdata) {
+        Manager *m = userdata;
+
+        if (m->frontend)
+                frontend_release_listeners(m->frontend, "every worker taken back is accounted for");
+        manager_maybe_ready(m);
+        capacity_check(&m->capacity);
+        manager_write_status(m);
+}
+
 static void on_pool_stopped(Pool *p, void *userdata) {
         Manager *m = userdata;
 
@@ -465,6 +539,8 @@ const PoolHooks manager_pool_hooks = {
         .worker_gone = on_worker_gone,
         .report = on_report,
         .move_frame = on_move_frame,
+        .users = on_users,
+        .adopted = on_adopted,
         .changed = on_pool_changed,
         .inflight = worker_inflight,
         .stopped = on_pool_stopped,
@@ -580,10 +656,16 @@ int manager_add_frontend(Manager *m, const char *state_dir) {
                 .state_dir = state_dir,
                 .commander = &placement_ops,
                 .commander_userdata = &m->placement,
+                .fds = m->passed_fds,
+                .fd_names = m->passed_names,
+                .n_fds = m->n_passed,
         };
         int r;
 
         r = frontend_new(&o, &m->frontend);
+        /* taken over by the front end, also on failure */
+        m->n_passed = 0;
+        free_passed(m);
         if (r < 0)
                 return r;
         m->frontend_hooks = &frontend_hooks;

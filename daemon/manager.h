@@ -47,6 +47,11 @@ typedef struct Manager {
         char *status_line;    /* the STATUS= systemd has now */
         char *reload_error;   /* the last reload's failure, shown until one succeeds */
 
+        /* what systemd passed (LISTEN_FDS: socket units, and our fd store after a restart) for the front end */
+        int *passed_fds;
+        char **passed_names;
+        size_t n_passed;
+
         Frontend *frontend;   /* NULL with --no-frontend */
         const FrontendHooks *frontend_hooks; /* its hooks; NULL without one */
         Admin *admin;

@@ -215,3 +215,32 @@ const CommanderOps placement_ops = {
         .login = login,
         .logout = logout,
 };
+
+unsigned placement_users_announced(Placement *pl, unsigned worker, char *const *users, size_t n) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        unsigned placed = 0, elsewhere = 0;
+        SurfaceUser *u;
+
+        for (size_t i = 0; i < n; i++) {
+                if (!users[i] || !users[i][0])
+                        continue;
+                u = surface_user_get(pl->surface, users[i]);
+                if (u && u->worker != worker) {
+                        if (elsewhere++ == 0)
+                                log_struct(LOG_WARNING, LOG_FIELDS(.event = "place", .worker = (int) worker,
+                                                                   .user = users[i]),
+                                           "w%u announced user %s, which lives on w%u: it stays there", worker,
+                                           users[i], u->worker);
+                        continue;
+                }
+                if (u || surface_user_place(pl->surface, users[i], worker, now, &u) < 0)
+                        continue;
+                placed++;
+        }
+        if (placed > 0 || elsewhere > 0)
+                log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_PLACE, .event = "place",
+                                                .worker = (int) worker),
+                           "w%u announced %zu users it holds: %u placed there again, %u already known there, "
+                           "%u living elsewhere", worker, n, placed, (unsigned) (n - placed - elsewhere), elsewhere);
+        return placed;
+}

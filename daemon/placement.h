@@ -24,5 +24,12 @@ typedef struct Placement {
  * no longer pins its worker; its worker is told to drop it. Returns how many (journaled once). */
 unsigned placement_expire_users(Placement *pl, usec_t expiry, usec_t now);
 
+/* worker announced the users it holds (its sensor's Users frame, after a reconnect or a commander
+ * restart): each one the surface does not know is placed there, so it keeps its worker and state. One the
+ * surface has elsewhere stays there (the journal says so: after a crash in the middle of its move, two
+ * workers may hold it). Absence removes nobody: a user placed whose first request has not reached the
+ * worker yet is not held there yet. Returns how many were placed. */
+unsigned placement_users_announced(Placement *pl, unsigned worker, char *const *users, size_t n);
+
 /* The operations, with a Placement as their userdata. */
 extern const CommanderOps placement_ops;

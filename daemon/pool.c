@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-#include "pool.h"
+#include "pool-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +26,11 @@
 
 static void worker_dead(Pool *p, Worker *w);
 
-/* Every change the policies can see goes through here: a summary of the pool no longer holds. */
-static void pool_changed(Pool *p) {
+void pool_changed(Pool *p) {
         p->generation++;
 }
 
-static void set_state(Worker *w, WorkerState state) {
+void pool_set_state(Worker *w, WorkerState state) {
         w->state = state;
         pool_changed(w->pool);
 }
@@ -184,6 +184,9 @@ static char **worker_env(Pool *p, Worker *w) {
         env[n++] = spawn_env("ELASTIC_POOL_GROUP", "%s", p->group);
         env[n++] = spawn_env("ELASTIC_POOL_WORKER", "%u", w->id);
         env[n++] = spawn_env("ELASTIC_POOL_INTERVAL", "%lluus", (unsigned long long) p->config->occupancy_interval);
+        /* where its sensor finds us again when the channel breaks, or after our restart */
+        if (p->channel_listener)
+                env[n++] = spawn_env("ELASTIC_POOL_CHANNEL", "%s", channel_listener_path(p->channel_listener));
         for (size_t i = 0; i < n; i++)
                 if (!env[i]) {
                         for (size_t k = 0; k < n; k++)
@@ -246,7 +249,7 @@ static int on_spawn_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         free(w->stop_reason);
         w->stop_reason = strdup("spawn timeout");
         spawn_failed(p, w, what);
-        set_state(w, WORKER_STOPPING);
+        pool_set_state(w, WORKER_STOPPING);
         (void) worker_signal(w, SIGKILL);
         return 0;
 }
@@ -293,8 +296,9 @@ static int start_child(Pool *p, Worker *w, int theirs, int cgroup_fd, char *what
                 .channel_fd = theirs,
                 .cgroup_fd = cgroup_fd,
                 .park = p->backend->vtable->kind == BACKEND_SCOPE,
-                /* scopes outlive us by design (re-adoption); plain processes and leaves do not */
-                .death_signal = p->backend->vtable->kind == BACKEND_SCOPE ? 0 : SIGKILL,
+                /* scopes and leaves outlive us for the next commander to take back (readopt); plain
+                 * processes cannot be told from others after us, so they die with us */
+                .death_signal = p->config->readopt && p->backend->vtable->kind != BACKEND_NONE ? 0 : SIGKILL,
         };
         w->spawned_at = now_usec(CLOCK_MONOTONIC);
         r = spawn_worker(&req, &res);
@@ -374,7 +378,7 @@ int pool_spawn(Pool *p, const char *reason) {
         r = p->backend->vtable->attach(p->backend, w);
         if (r < 0) {
                 log_error_errno(r, "Failed to place worker %s: %m", WORKER_NAME(w));
-                set_state(w, WORKER_STOPPING);
+                pool_set_state(w, WORKER_STOPPING);
                 (void) worker_signal(w, SIGKILL);
                 /* its death arrives through the pidfd and removes it */
         }
@@ -398,7 +402,7 @@ void pool_attach_done(Worker *w, int error) {
                 char what[256];
                 snprintf(what, sizeof what, "placement failed: %s", strerror(-error));
                 spawn_failed(p, w, what);
-                set_state(w, WORKER_STOPPING);
+                pool_set_state(w, WORKER_STOPPING);
                 (void) worker_signal(w, SIGKILL);
                 return;
         }
@@ -440,7 +444,7 @@ static void become_routable(Pool *p, Worker *w) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         char total[32], hello[32];
 
-        set_state(w, WORKER_ROUTABLE);
+        pool_set_state(w, WORKER_ROUTABLE);
         w->routable_at = now;
         p->changed_at = now;
         w->timer = sd_event_source_disable_unref(w->timer);
@@ -499,7 +503,7 @@ static int on_probe_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 static void start_probe(Pool *p, Worker *w) {
         int r;
 
-        set_state(w, WORKER_PROBING);
+        pool_set_state(w, WORKER_PROBING);
         if (!p->sock_diag) {
                 become_routable(p, w);
                 return;
@@ -540,8 +544,18 @@ static void on_hello(Pool *p, Worker *w, const ElasticPool__Hello *h) {
         for (size_t i = 0; i < h->n_capabilities; i++)
                 if (h->capabilities[i] > 0 && h->capabilities[i] < 32)
                         w->capabilities |= 1U << h->capabilities[i];
-        if (w->state != WORKER_STARTING)
-                return; /* a sensor that reconnected says Hello again */
+        if (w->state != WORKER_STARTING) {
+                /* a sensor that reconnected says Hello again; one that cannot list its users has said
+                 * all a re-adopted worker will */
+                if (w->awaiting_sensor &&
+                    !(w->capabilities & (1U << ELASTIC_POOL__CAPABILITY__CAPABILITY_LIST_USERS))) {
+                        log_notice("%s's sensor cannot list the users it holds (no CAPABILITY_LIST_USERS): "
+                                   "users who lived there are placed anew on their next request",
+                                   WORKER_NAME(w));
+                        pool_adopt_settled(p, w);
+                }
+                return;
+        }
         w->hello_at = now_usec(CLOCK_MONOTONIC);
         log_debug("%s said Hello (sensor %s, pid %d)", WORKER_NAME(w), strna(w->sensor_version),
                   h->has_pid ? h->pid : 0);
@@ -575,6 +589,12 @@ void pool_handle_frame(Worker *w, const Frame *f) {
         case ELASTIC_POOL__FRAME__BODY_REPORT:
                 on_report(p, w, f->report);
                 break;
+        case ELASTIC_POOL__FRAME__BODY_USERS:
+                if (p->hooks->users)
+                        p->hooks->users(w, f->users, p->userdata);
+                if (!f->users->more && w->awaiting_sensor)
+                        pool_adopt_settled(p, w);
+                break;
         case ELASTIC_POOL__FRAME__BODY_GOODBYE:
                 log_info("%s says goodbye: %s", WORKER_NAME(w), strna(f->goodbye->reason));
                 break;
@@ -589,6 +609,22 @@ void pool_handle_frame(Worker *w, const Frame *f) {
                             frame_body_name(f));
                 break;
         }
+}
+
+int pool_attach_channel(Pool *p, Worker *w, int fd) {
+        int r;
+
+        /* a sensor that reconnects while its old channel still looks open: the new one is the truth */
+        w->channel = channel_free(w->channel);
+        r = channel_new(p->event, fd, FRAME_MAX_SIZE_DEFAULT, &channel_callbacks, w, &w->channel);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to open the reconnected channel of %s: %m", WORKER_NAME(w));
+        w->channel_closed_at = 0;
+        w->channel_close_reason = mfree(w->channel_close_reason);
+        pool_changed(p);
+        log_info("%s's sensor reconnected on the channel socket (pid %d)%s", WORKER_NAME(w), (int) w->pid,
+                 w->adopted ? "; its decision window starts empty: nothing from before the restart is judged" : "");
+        return 0;
 }
 
 static void on_channel_close(Channel *c, int error, const char *reason, void *userdata) {
@@ -630,7 +666,7 @@ void pool_stop_worker(Pool *p, Worker *w, const char *why) {
                 return;
         if (w->state == WORKER_STOPPING && w->stop_started_at > 0)
                 return;
-        set_state(w, WORKER_STOPPING);
+        pool_set_state(w, WORKER_STOPPING);
         w->stop_started_at = now_usec(CLOCK_MONOTONIC);
         /* it left the policies' world now, not at its death: the next compaction waits for the survivors'
          * windows to see its load, or a report between SIGTERM and death could retire one more */
@@ -676,7 +712,7 @@ void pool_retire_worker(Pool *p, Worker *w, const char *why) {
                 pool_stop_worker(p, w, why);
                 return;
         }
-        set_state(w, WORKER_DRAINING);
+        pool_set_state(w, WORKER_DRAINING);
         free(w->stop_reason);
         w->stop_reason = strdup(why);
         if (p->reception == w)
@@ -712,14 +748,20 @@ void pool_worker_drained(Pool *p, Worker *w) {
                 pool_stop_worker(p, w, w->stop_reason ? w->stop_reason : "drained");
 }
 
-/* Describes the death into buf; true when the kernel's OOM killer did it. */
+/* Describes the death into buf (si NULL: not our child, the status is unknown); true when the kernel's
+ * OOM killer did it. */
 static bool describe_death(Pool *p, Worker *w, const siginfo_t *si, char *buf, size_t size) {
         uint64_t oom = 0;
 
         if (p->backend->vtable->oom_kills(p->backend, w, &oom) >= 0 && oom > w->place.oom_kills_at_start) {
                 snprintf(buf, size, "killed by the kernel OOM killer (memory.events oom_kill=%llu, signal %s)",
-                         (unsigned long long) oom, strna(sigabbrev_np(si->si_status)));
+                         (unsigned long long) oom, si ? strna(sigabbrev_np(si->si_status)) : "unknown");
                 return true;
+        }
+        if (!si) {
+                snprintf(buf, size, "ended (its exit status is unknown: a worker taken back after a restart "
+                                    "is not our child)");
+                return false;
         }
         switch (si->si_code) {
         case CLD_EXITED:
@@ -751,14 +793,14 @@ static void count_early_death(Pool *p, Worker *w, const siginfo_t *si, bool oom,
         char what[384], up[32], period[32];
         usec_t lived;
 
-        if (expected || w->stop_reason || w->exec_failed)
+        if (expected || w->stop_reason || w->exec_failed || w->adopted)
                 return;
         if (w->routable_at == 0) {
                 snprintf(what, sizeof what, "%.250s before it became routable", cause);
                 spawn_failed(p, w, what);
                 return;
         }
-        if (killed_from_outside(si, oom))
+        if (!si || killed_from_outside(si, oom))
                 return;
         lived = now_usec(CLOCK_MONOTONIC) - w->routable_at;
         if (lived >= stable_period(p))
@@ -772,7 +814,12 @@ static void count_early_death(Pool *p, Worker *w, const siginfo_t *si, bool oom,
 
 static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata) {
         Worker *w = userdata;
-        Pool *p = w->pool;
+
+        pool_worker_exited(w->pool, w, si);
+        return 0;
+}
+
+void pool_worker_exited(Pool *p, Worker *w, const siginfo_t *si) {
         bool expected = w->state == WORKER_STOPPING || p->stopping;
         char cause[256], why[160] = "";
         bool oom;
@@ -793,13 +840,14 @@ static int on_child_exit(sd_event_source *s, const siginfo_t *si, void *userdata
                 w->death_cause = NULL; /* the hooks then say less; the journal line has it all */
         count_early_death(p, w, si, oom, cause, expected);
         worker_dead(p, w);
-        return 0;
 }
 
 static void worker_dead(Pool *p, Worker *w) {
+        bool awaited = w->awaiting_sensor;
+
         if (w->routable_at > 0)
                 p->changed_at = now_usec(CLOCK_MONOTONIC);
-        set_state(w, WORKER_DEAD);
+        pool_set_state(w, WORKER_DEAD);
         w->child_source = sd_event_source_disable_unref(w->child_source);
         w->timer = sd_event_source_disable_unref(w->timer);
         w->probe_timer = sd_event_source_disable_unref(w->probe_timer);
@@ -814,7 +862,10 @@ static void worker_dead(Pool *p, Worker *w) {
         if (p->hooks->worker_gone)
                 p->hooks->worker_gone(w, p->userdata);
         pool_remove_worker(p, w);
+        w->awaiting_sensor = false;
         worker_free(w);
+        if (awaited)
+                pool_adopt_settled(p, NULL);
 
         if (p->stopping) {
                 if (p->n_workers == 0 && p->hooks->stopped)
@@ -864,7 +915,6 @@ int pool_init(Pool *p, sd_event *event, const Config *config, const char *group,
         r = backend_new(config->backend, event, config, group, pool_attach_done, &p->backend);
         if (r < 0)
                 return r;
-        p->next_worker_id = MAX(p->next_worker_id, p->backend->first_worker_id);
         r = sock_diag_new(&p->sock_diag);
         if (r < 0)
                 log_warning_errno(r, "NETLINK_SOCK_DIAG unavailable (%m): workers become routable on their Hello "
@@ -878,7 +928,10 @@ void pool_done(Pool *p) {
                 Worker *w = p->workers[i];
 
                 (void) worker_signal(w, SIGKILL);
-                if (w->pidfd >= 0)
+                /* one taken back is not our child: waitid() refuses it, its pidfd tells its end */
+                if (w->pidfd >= 0 && w->adopted)
+                        (void) poll(&(struct pollfd) { .fd = w->pidfd, .events = POLLIN }, 1, 1000);
+                else if (w->pidfd >= 0)
                         (void) waitid(P_PIDFD, (id_t) w->pidfd, NULL, WEXITED);
                 if (w->socket_path)
                         (void) unlink(w->socket_path);
@@ -889,6 +942,9 @@ void pool_done(Pool *p) {
         p->workers = mfree(p->workers);
         p->n_workers = 0;
         p->reception = NULL;
+        p->adopt_timer = sd_event_source_disable_unref(p->adopt_timer);
+        /* an orderly stop: nobody will come back to it */
+        p->channel_listener = channel_listener_free(p->channel_listener, p->stopping);
         spawn_throttle_done(&p->throttle);
         p->backend = backend_free(p->backend);
         p->sock_diag = sock_diag_free(p->sock_diag);

@@ -14,6 +14,7 @@
 #include <systemd/sd-event.h>
 
 #include "backend.h"
+#include "channel-listener.h"
 #include "config.h"
 #include "frame.h"
 #include "sockdiag.h"
@@ -31,6 +32,11 @@ typedef struct PoolHooks {
         /* A report of w arrived: the row, as the report said it (the commander's own measures absent);
          * the hook may fill those in, the row is the pool's only for the call. */
         void (*report)(Worker *w, Row *row, void *userdata);
+        /* w announced users it holds (Users frame; more: another follows). */
+        void (*users)(Worker *w, const ElasticPool__Users *u, void *userdata);
+        /* Re-adoption is over: every worker taken back reconnected and announced its users, or was
+         * stopped at adopt_timeout. */
+        void (*adopted)(Pool *p, void *userdata);
         /* A move answer (Package, InstallResult) from w's channel. */
         void (*move_frame)(Worker *w, const Frame *f, void *userdata);
         /* Capacity should be checked again: a worker left, or a spawn back-off ended. */
@@ -60,6 +66,12 @@ typedef struct Pool {
         uint64_t generation;
         unsigned exec_generation; /* bumped when a reload changed [worker] exec */
         usec_t changed_at;      /* a worker became routable or left: the survivors' windows are settling */
+
+        /* re-adoption: the channel socket sensors reconnect to, and the workers still awaited */
+        ChannelListener *channel_listener;
+        unsigned adopting;
+        sd_event_source *adopt_timer;
+        uint64_t adopted;
 
         SpawnThrottle throttle;
         bool stopping;
@@ -111,6 +123,14 @@ void pool_stop(Pool *p, const char *why);
 /* One decoded frame from w's channel: the dispatch of the commander-bound messages (Hello, reports,
  * move answers, Goodbye). Exposed for tests and the report-cost benchmark. */
 void pool_handle_frame(Worker *w, const Frame *f);
+
+/* Listens on <runtime_dir>/channel.sock (or inherited_fd, kept in systemd's fd store) for sensors that
+ * reconnect. Failure is logged and not fatal: workers then cannot come back after a restart. */
+int pool_listen_channel(Pool *p, int inherited_fd);
+/* Takes back the workers an earlier commander of this group left running ([pool] readopt): each becomes
+ * routable at once and waits adopt_timeout for its sensor; the adopted hook follows once all are back or
+ * the time is up. Returns how many are awaited (0: the hook is not called). */
+int pool_adopt(Pool *p);
 
 /* What freshness is judged by besides the window (evaluator_freshness()): w's channel, age, horizon. */
 void pool_freshness_input(const Pool *p, const Worker *w, FreshnessInput *ret);

@@ -38,6 +38,8 @@ typedef struct Worker {
         unsigned id;        /* wN, never reused within a commander's life */
         WorkerState state;
         bool evacuating;    /* routable, its users being moved off (a drain): serves them, takes no new */
+        bool adopted;       /* started by an earlier commander, taken back after a restart: not our child */
+        bool awaiting_sensor; /* adopted, its sensor has not yet reconnected and announced its users */
 
         /* the process */
         pid_t pid;          /* for logs only: the identity is the pidfd */

@@ -4,7 +4,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <unistd.h>
+
+#include <systemd/sd-daemon.h>
 
 #include "cleanup.h"
 
@@ -94,4 +97,16 @@ int fd_set_cloexec_nonblock(int fd) {
         if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
                 return -errno;
         return fd_set_nonblock(fd, true);
+}
+
+int fd_store_add(int fd, const char *name) {
+        char msg[300];
+
+        if (snprintf(msg, sizeof msg, "FDSTORE=1\nFDNAME=%s", name) >= (int) sizeof msg)
+                return -ENAMETOOLONG;
+        return sd_pid_notify_with_fds(0, false, msg, &fd, 1);
+}
+
+int fd_store_remove(const char *name) {
+        return sd_notifyf(false, "FDSTOREREMOVE=1\nFDNAME=%s", name);
 }

@@ -20,3 +20,10 @@ int fd_set_nonblock(int fd, bool nonblock);
 
 /* Sets FD_CLOEXEC and O_NONBLOCK (sockets handed over by systemd carry neither). 0 or -errno. */
 int fd_set_cloexec_nonblock(int fd);
+
+/* systemd's file-descriptor store (sd_notify FDSTORE=1, FileDescriptorStoreMax= on the unit): a socket
+ * kept there survives a crash and restart of the service, and comes back in LISTEN_FDS under its name.
+ * Names are printable ASCII without ':'. Both are no-ops outside a service (no $NOTIFY_SOCKET); 0 or
+ * -errno. Storing the same socket twice stores it once. */
+int fd_store_add(int fd, const char *name);
+int fd_store_remove(const char *name);

@@ -23,7 +23,9 @@ typedef struct Listener {
         int fd;
         sd_event_source *io;
         char *address; /* for logs */
-        bool ours;     /* opened from listen=, not handed over by systemd (which keeps its own copy) */
+        bool ours;     /* a listen= address (opened by us, or by a run of ours before a restart, and kept in
+                        * systemd's fd store), not a socket unit's (which systemd keeps itself) */
+        bool waited;   /* clients may have queued before we ran: accepts once a worker is routable */
 } Listener;
 
 /* The requests of one user held while it moves, in the order they came. */
@@ -75,6 +77,7 @@ struct Frontend {
 
         sd_event_source *sweep_timer;
         sd_event_source *ready_timer;
+        bool listeners_held;     /* frontend_hold_listeners(): a restarted commander takes its workers back */
 
         /* the rate limit of error lines (error-log.c) */
         usec_t log_window_start;

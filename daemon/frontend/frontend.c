@@ -116,8 +116,9 @@ static void accept_backlog(Frontend *fe) {
                 log_debug("Took %u queued connections in before closing the listeners", n);
 }
 
-/* A listener of ours accepts at once; one handed over by systemd waits for listeners_start(). */
-static int add_listener(Frontend *fe, int fd, const char *address, bool ours) {
+/* A listener accepts at once, unless clients may have queued in it before we ran (waited: a socket unit's,
+ * or one of ours kept across a restart), or the listeners are held while workers are taken back. */
+static int add_listener(Frontend *fe, int fd, const char *address, bool ours, bool waited) {
         Listener *l;
         Listener *a = reallocarray(fe->listeners, fe->n_listeners + 1, sizeof *a);
         int r;
@@ -126,11 +127,11 @@ static int add_listener(Frontend *fe, int fd, const char *address, bool ours) {
                 return -ENOMEM;
         fe->listeners = a;
         l = &a[fe->n_listeners];
-        *l = (Listener) { .fd = fd, .address = strdup(address), .ours = ours };
+        *l = (Listener) { .fd = fd, .address = strdup(address), .ours = ours, .waited = waited };
         r = sd_event_add_io(fe->event, &l->io, fd, EPOLLIN, on_accept, fe);
         if (r < 0)
                 return r;
-        if (!ours) {
+        if (waited || fe->listeners_held) {
                 r = sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
                 if (r < 0)
                         return r;
@@ -139,18 +140,18 @@ static int add_listener(Frontend *fe, int fd, const char *address, bool ours) {
         return 0;
 }
 
-/* Sockets handed over by systemd were open before we were, and clients may already wait in them: the one
- * whose connection made systemd start us, those that came while our previous instance restarted. To them
- * the service was only slow to answer, so they are accepted once a worker is routable rather than told
- * 503 at once. Bounded by spawn_timeout: when no worker comes up, they get what any client gets without
- * one, and nothing waits forever. Our own listen= sockets accept at once: nobody could connect before we
- * bound them, and a client arriving during our start gets its 503 without waiting. */
+/* Sockets open before we were may hold clients already: the one whose connection made systemd start us,
+ * those that came while our previous instance restarted. To them the service was only slow to answer,
+ * so they are accepted once a worker is routable rather than told 503 at once. Bounded by spawn_timeout:
+ * when no worker comes up, they get what any client gets without one, and nothing waits forever. A
+ * listen= socket we bind now accepts at once: nobody could connect before, and a client arriving during
+ * our start gets its 503 without waiting. */
 static void listeners_start(Frontend *fe, const char *why) {
-        if (!fe->ready_timer)
+        if (!fe->ready_timer || fe->listeners_held)
                 return;
         fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);
         for (size_t i = 0; i < fe->n_listeners; i++)
-                if (!fe->listeners[i].ours)
+                if (fe->listeners[i].waited)
                         (void) sd_event_source_set_enabled(fe->listeners[i].io, SD_EVENT_ON);
         log_info("Accepting on the sockets handed over by systemd: %s", why);
 }
@@ -167,12 +168,12 @@ static int on_ready_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 static void listeners_defer(Frontend *fe) {
-        bool handed_over = false;
+        bool waited = false;
         int r;
 
         for (size_t i = 0; i < fe->n_listeners; i++)
-                handed_over = handed_over || !fe->listeners[i].ours;
-        if (!handed_over)
+                waited = waited || fe->listeners[i].waited;
+        if (!waited)
                 return;
         r = sd_event_add_time_relative(fe->event, &fe->ready_timer, CLOCK_MONOTONIC, fe->config->spawn_timeout,
                                        USEC_PER_MSEC, on_ready_timeout, fe);
@@ -182,6 +183,63 @@ static void listeners_defer(Frontend *fe) {
                 for (size_t i = 0; i < fe->n_listeners; i++)
                         (void) sd_event_source_set_enabled(fe->listeners[i].io, SD_EVENT_ON);
         }
+}
+
+void frontend_hold_listeners(Frontend *fe) {
+        fe->listeners_held = true;
+        for (size_t i = 0; i < fe->n_listeners; i++)
+                (void) sd_event_source_set_enabled(fe->listeners[i].io, SD_EVENT_OFF);
+        log_info("Listeners held: clients wait in their queues until the workers taken back announced their "
+                 "users");
+}
+
+void frontend_release_listeners(Frontend *fe, const char *why) {
+        if (!fe->listeners_held)
+                return;
+        fe->listeners_held = false;
+        fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);
+        for (size_t i = 0; i < fe->n_listeners; i++)
+                (void) sd_event_source_set_enabled(fe->listeners[i].io, SD_EVENT_ON);
+        log_info("Accepting again: %s", why);
+}
+
+/* The fd store name of a listen= socket: "listen-" and the address, its ':' (not allowed in names)
+ * written as '_' (which no address has). */
+static void listen_fd_name(const char *address, char *buf, size_t size) {
+        snprintf(buf, size, "listen-%s", address);
+        for (char *c = buf; *c; c++)
+                if (*c == ':')
+                        *c = '_';
+}
+
+static bool listen_fd_address(const char *name, char *buf, size_t size) {
+        const char *a = startswith(name, "listen-");
+
+        if (!a || strlen(a) >= size)
+                return false;
+        strcpy(buf, a);
+        for (char *c = buf; *c; c++)
+                if (*c == '_')
+                        *c = ':';
+        return true;
+}
+
+static void store_listener(const char *address, int fd) {
+        char name[300];
+        int r;
+
+        listen_fd_name(address, name, sizeof name);
+        r = fd_store_add(fd, name);
+        if (r < 0)
+                log_warning_errno(r, "Failed to keep %s in systemd's fd store (%m): a restart refuses the "
+                                     "connections that arrive while it runs", address);
+}
+
+static void unstore_listener(const char *address) {
+        char name[300];
+
+        listen_fd_name(address, name, sizeof name);
+        (void) fd_store_remove(name);
 }
 
 static int open_listener(Frontend *fe, const char *address) {
@@ -205,48 +263,98 @@ static int open_listener(Frontend *fe, const char *address) {
                 return log_error_errno(errno, "Failed to listen on %s: %m", address);
         if (listen(fd, LISTEN_BACKLOG) < 0)
                 return log_error_errno(errno, "Failed to listen on %s: %m", address);
-        r = add_listener(fe, fd, address, true);
+        r = add_listener(fe, fd, address, true, false);
         if (r < 0)
                 return r;
-        TAKE_FD(fd);
+        store_listener(address, TAKE_FD(fd));
         log_info("Listening on %s (HTTP/1.1, h2c)", address);
         return 0;
 }
 
-/* Sockets from systemd (elastic-pool@.socket) replace listen=. */
-static int take_systemd_sockets(Frontend *fe) {
-        int n = sd_listen_fds(true), r;
+static bool listen_has(const Config *c, const char *address) {
+        for (char *const *a = c->listen; a && *a; a++)
+                if (streq(*a, address))
+                        return true;
+        return false;
+}
 
-        if (n <= 0)
-                return n;
-        for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++) {
-                char name[64];
+static bool listening_on(const Frontend *fe, const char *address) {
+        for (size_t i = 0; i < fe->n_listeners; i++)
+                if (fe->listeners[i].ours && streq_ptr(fe->listeners[i].address, address))
+                        return true;
+        return false;
+}
 
-                if (sd_is_socket(fd, AF_UNSPEC, SOCK_STREAM, 1) <= 0) {
-                        log_warning("Ignoring passed fd %d: not a listening stream socket", fd);
+/* A listen= socket of an earlier run of ours, kept in the fd store: taken back with its queue when listen=
+ * still names it, dropped from the store otherwise. */
+static int take_stored_socket(Frontend *fe, int fd, const char *name) {
+        char address[256];
+        int r;
+
+        if (!listen_fd_address(name, address, sizeof address) || !listen_has(fe->config, address)) {
+                log_info("Dropping %s from systemd's fd store: no longer in [frontend] listen", name);
+                (void) fd_store_remove(name);
+                safe_close(fd);
+                return 0;
+        }
+        /* a filter an orderly shutdown left to refuse new handshakes */
+        (void) setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, NULL, 0);
+        r = add_listener(fe, fd, address, true, true);
+        if (r < 0)
+                return r;
+        log_info("Listening on %s again (kept in systemd's fd store across the restart)", address);
+        return 0;
+}
+
+/* Sockets systemd passed: a socket unit's (elastic-pool@.socket) replace listen=; ours come back from the
+ * fd store. Returns how many socket unit sockets there were. Each fd is taken over, also on failure. */
+static int take_passed_sockets(Frontend *fe, const FrontendOptions *o) {
+        int n_units = 0, r = 0;
+
+        for (size_t i = 0; i < o->n_fds; i++) {
+                int fd = o->fds[i];
+                const char *name = o->fd_names ? o->fd_names[i] : NULL;
+                char label[64];
+
+                if (r < 0 || sd_is_socket(fd, AF_UNSPEC, SOCK_STREAM, 1) <= 0) {
+                        if (r >= 0)
+                                log_warning("Ignoring passed fd %d (%s): not a listening stream socket", fd,
+                                            strna(name));
+                        safe_close(fd);
                         continue;
                 }
                 r = fd_set_cloexec_nonblock(fd);
-                if (r < 0)
-                        return r;
-                snprintf(name, sizeof name, "systemd socket fd %d", fd);
-                r = add_listener(fe, fd, name, false);
-                if (r < 0)
-                        return r;
-                log_info("Listening on %s (handed over by systemd)", name);
+                if (r < 0) {
+                        safe_close(fd);
+                        continue;
+                }
+                if (name && startswith(name, "listen-")) {
+                        r = take_stored_socket(fe, fd, name);
+                        continue;
+                }
+                snprintf(label, sizeof label, "systemd socket fd %d", fd);
+                r = add_listener(fe, fd, label, false, true);
+                if (r < 0) {
+                        safe_close(fd);
+                        continue;
+                }
+                n_units++;
+                log_info("Listening on %s (handed over by systemd)", label);
         }
-        return (int) fe->n_listeners;
+        return r < 0 ? r : n_units;
 }
 
-static int open_listeners(Frontend *fe) {
+static int open_listeners(Frontend *fe, const FrontendOptions *o) {
         int r;
 
-        r = take_systemd_sockets(fe);
+        r = take_passed_sockets(fe, o);
         if (r < 0)
                 return log_error_errno(r, "Failed to take the sockets systemd passed: %m");
         if (r > 0)
                 return 0;
         for (char *const *a = fe->config->listen; a && *a; a++) {
+                if (listening_on(fe, *a))
+                        continue;
                 r = open_listener(fe, *a);
                 if (r < 0)
                         return r;
@@ -270,26 +378,13 @@ static void close_listeners(Frontend *fe) {
         fe->n_listeners = 0;
 }
 
-static bool listen_has(const Config *c, const char *address) {
-        for (char *const *a = c->listen; a && *a; a++)
-                if (streq(*a, address))
-                        return true;
-        return false;
-}
-
-static bool listening_on(const Frontend *fe, const char *address) {
-        for (size_t i = 0; i < fe->n_listeners; i++)
-                if (fe->listeners[i].ours && streq_ptr(fe->listeners[i].address, address))
-                        return true;
-        return false;
-}
-
 /* A listen= address gone from the configuration: what its queue holds is served, then it closes. */
 static void listener_retire(Frontend *fe, size_t i) {
         Listener *l = &fe->listeners[i];
         unsigned n = listener_take_backlog(fe, l);
 
         log_info("No longer listening on %s (reload)%s", l->address, n > 0 ? "; its queue taken in" : "");
+        unstore_listener(l->address);
         listener_close(l);
         memmove(l, l + 1, (fe->n_listeners - i - 1) * sizeof *l);
         fe->n_listeners--;
@@ -504,7 +599,7 @@ int frontend_new(const FrontendOptions *o, Frontend **ret) {
         r = load_trusted(fe);
         if (r < 0)
                 goto fail;
-        r = open_listeners(fe);
+        r = open_listeners(fe, o);
         if (r < 0)
                 goto fail;
         listeners_defer(fe);

@@ -235,6 +235,8 @@ static void test_config_load_every_key(void **state) {
                 ROW(SMOOTHING_ROWS, "policy", smoothing_rows, "10", U32, 10),
                 ROW(STALE_AFTER, "policy", stale_after, "4", U32, 4),
                 ROW(RELIEF_MOVES, "policy", relief_moves, "no", BOOL, false),
+                ROW(READOPT, "pool", readopt, "no", BOOL, false),
+                ROW(ADOPT_TIMEOUT, "pool", adopt_timeout, "2s", U64, 2 * USEC_PER_SEC),
                 ROW(LISTEN, "frontend", listen, "0.0.0.0:80 [::]:8443", ARRAY1, .s = "[::]:8443"),
                 ROW(ADMIN_LISTEN, "frontend", admin_listen, "/run/ep/admin.sock", STR,
                     .s = "/run/ep/admin.sock"),

@@ -498,7 +498,21 @@ static void test_scope_init_subscribes(void **state) {
         assert_string_equal(backend.slice, "elastic-pool-web.slice");
         assert_non_null(backend.data);
         assert_int_equal(fake_seen().n_subscribe, 1);
-        assert_int_equal(fake_seen().n_list, 1); /* the leftovers of an earlier commander are looked for */
+        assert_int_equal(fake_seen().n_list, 0); /* leftovers are the pool's to ask for (discover) */
+}
+
+/* Re-adoption starts from the scopes still active, with the cgroup systemd gives each. */
+static void test_scope_discover_lists_active_scopes(void **state) {
+        BackendFound *found = NULL;
+        size_t n = 0;
+
+        assert_int_equal(backend.vtable->discover(&backend, &found, &n), 0);
+        assert_int_equal(fake_seen().n_list, 1);
+        assert_int_equal(n, 1); /* w2's scope is inactive: nothing to take back */
+        assert_int_equal(found[0].id, 1);
+        assert_string_equal(found[0].unit, "elastic-pool-web-w1.scope");
+        assert_string_equal(found[0].cgroup_path, "/fake.slice/elastic-pool-web-w1.scope");
+        backend_found_free(found, n);
 }
 
 static void test_scope_prepare_names_unit(void **state) {
@@ -749,6 +763,7 @@ static void test_scope_done_without_scopes(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_scope_init_subscribes, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_scope_discover_lists_active_scopes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_scope_prepare_names_unit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_scope_attach_properties, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_scope_attach_no_memory_limit, setup, teardown),
