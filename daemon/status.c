@@ -43,9 +43,10 @@ static void write_worker(FILE *f, const StatusView *v, const Worker *w, usec_t n
 
         fprintf(f,
                 "{\"id\":%u,\"name\":\"w%u\",\"state\":\"%s\",\"reception\":%s,\"evacuating\":%s,"
-                "\"pid\":%d,",
+                "\"adopted\":%s,\"awaiting_sensor\":%s,\"pid\":%d,",
                 w->id, w->id, worker_state_to_string(w->state), w == v->pool->reception ? "true" : "false",
-                w->evacuating ? "true" : "false", (int) w->pid);
+                w->evacuating ? "true" : "false", w->adopted ? "true" : "false",
+                w->awaiting_sensor ? "true" : "false", (int) w->pid);
         fprintf(f, "\"occupancy\":%.4f,\"bottleneck\":", o->value);
         if (o->bottleneck >= 0)
                 fprintf(f, "\"%s\"", component_to_string(o->bottleneck));
@@ -218,9 +219,11 @@ int status_write(const StatusView *v, FILE *f) {
         fprintf(f, "},\"spawn\":{\"failures\":%u,\"given_up\":%s,\"last_error\":", v->pool->throttle.failures,
                 v->pool->throttle.given_up ? "true" : "false");
         json_write_string(f, v->pool->throttle.last_error);
-        fprintf(f, "},\"counters\":{\"reports\":%llu,\"spawns\":%llu,\"deaths\":%llu}}\n",
+        fprintf(f, "},\"adopting\":%u,\"counters\":{\"reports\":%llu,\"spawns\":%llu,\"deaths\":%llu,"
+                "\"adopted\":%llu,\"channel_refused\":%llu}}\n", v->pool->adopting,
                 (unsigned long long) v->pool->reports_received, (unsigned long long) v->pool->spawns,
-                (unsigned long long) v->pool->deaths);
+                (unsigned long long) v->pool->deaths, (unsigned long long) v->pool->adopted,
+                (unsigned long long) channel_listener_refused(v->pool->channel_listener));
         return ferror(f) ? -EIO : 0;
 }
 

@@ -25,3 +25,9 @@ foreach(variant system user)
         set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "system;units"
                 ENVIRONMENT "${EP_UNITS_TEST_ENV}")
 endforeach()
+
+# system/unit-readopt: kill -9 of the commander under load; the same workers serve the same users after
+add_test(NAME system/unit-readopt COMMAND ${CMAKE_CURRENT_LIST_DIR}/run-in-sandbox.sh
+        ${CMAKE_CURRENT_LIST_DIR}/unit-readopt.sh)
+set_tests_properties(system/unit-readopt PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 LABELS "system;units"
+        ENVIRONMENT "${EP_UNITS_TEST_ENV}")

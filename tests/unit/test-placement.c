@@ -206,6 +206,37 @@ static void test_placement_worker_idle_stops_a_draining_worker(void **state) {
         ops->worker_idle(pl, 99); /* gone already: nothing */
 }
 
+/* A worker's Users frame (after a reconnect, or a commander restart) places every user it holds there
+ * again, so its requests stay sticky; a user the surface has on another worker stays where it is, and
+ * absence forgets nobody. */
+static void test_placement_users_announced(void **state) {
+        Worker *w1 = fixture_add_worker(m, WORKER_ROUTABLE), *w2 = fixture_add_worker(m, WORKER_ROUTABLE);
+        char *names[] = { (char *) "ann", (char *) "bob", (char *) "" };
+        ElasticPool__Users u = ELASTIC_POOL__USERS__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+        Route r;
+
+        /* carol was placed on w1 and has not reached it yet: w1 does not list her */
+        ops->route_user(pl, "carol", "test", &r);
+        assert_int_equal(r.worker, w1->id);
+        u.users = names;
+        u.n_users = ELEMENTSOF(names);
+        f.body_case = ELASTIC_POOL__FRAME__BODY_USERS;
+        f.users = &u;
+        pool_handle_frame(w2, &f);
+        assert_int_equal(route("ann").worker, w2->id);
+        assert_int_equal(route("bob").worker, w2->id);
+        assert_int_equal(route("carol").worker, w1->id);
+        assert_int_equal(surface_worker_users(&m->surface, w2->id), 2);
+
+        /* w1 claims ann too (a crash in the middle of her move): she stays on w2 */
+        names[1] = (char *) "ann";
+        u.n_users = 2;
+        pool_handle_frame(w1, &f);
+        assert_int_equal(route("ann").worker, w2->id);
+        assert_int_equal(placement_users_announced(&m->placement, w2->id, names, 2), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_placement_route_guest, setup, teardown),
@@ -217,6 +248,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_placement_login_kept_without_capabilities, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_placement_login_takes_the_request_over, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_placement_worker_idle_stops_a_draining_worker, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_placement_users_announced, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

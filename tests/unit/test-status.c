@@ -97,7 +97,9 @@ static void test_status_write_empty_pool(void **state) {
                              "assert d['ledger']['n'] == 0 and d['ledger']['capacity'] == 0, d['ledger']\n"
                              "assert d['holds'] == {'scale_up': None, 'compaction': None}, d['holds']\n"
                              "assert d['spawn'] == {'failures': 0, 'given_up': True, 'last_error': ''}, d['spawn']\n"
-                             "assert d['counters'] == {'reports': 0, 'spawns': 0, 'deaths': 0}\n");
+                             "assert d['adopting'] == 0, d\n"
+                             "assert d['counters'] == {'reports': 0, 'spawns': 0, 'deaths': 0, 'adopted': 0,\n"
+                             "                         'channel_refused': 0}, d['counters']\n");
 }
 
 /* A worker in every freshness and most states, with strings that need escaping. */
