@@ -398,6 +398,8 @@ void manager_stop(Manager *m, const char *why) {
         log_struct(LOG_NOTICE, LOG_FIELDS(.message_id = MESSAGE_ID_STOP, .event = "stop"),
                    "Stopping (%s): %zu workers get SIGTERM, SIGKILL after stop_timeout", why, m->pool.n_workers);
         pool_stop(&m->pool, why);
+        /* an orderly stop: no sensor is to come back, nor a next commander to hand it to */
+        (void) fd_store_remove("channel");
         if (m->pool.n_workers == 0)
                 return;
         r = sd_event_add_time_relative(m->event, &m->stop_deadline, CLOCK_MONOTONIC,

@@ -664,6 +664,10 @@ void frontend_begin_shutdown(Frontend *fe, void (*on_drained)(void *userdata), v
          * what the kernel already completed is ours (accepted with shutting_down set: told at once) */
         accept_backlog(fe);
         fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);
+        /* out of the fd store too: systemd's copy would keep taking handshakes nobody will serve */
+        for (size_t i = 0; i < fe->n_listeners; i++)
+                if (fe->listeners[i].ours)
+                        unstore_listener(fe->listeners[i].address);
         close_listeners(fe);
         log_info("Front end shutting down: %u client connections finish what they sent", fe->n_connections);
         for (FrontendConnection *c = fe->connections, *next; c; c = next) {
