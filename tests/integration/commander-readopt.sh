@@ -15,15 +15,7 @@ fe_config "$DEMO_WORKER" pool.min_workers=2 pool.max_workers=2 pool.adopt_timeou
 fe_start
 wait_log 'Worker w2 is routable'
 
-# counter N on every request of a user: alice and bob at 3
-for u in alice bob; do
-        "${CURL[@]}" -c "$EP_TMP/$u.jar" -o /dev/null "$EP_URL/login?user=$u" || fail "login $u"
-        for i in 1 2 3; do
-                body=$("${CURL[@]}" -b "$EP_TMP/$u.jar" "$EP_URL/state") || fail "/state of $u"
-        done
-        [[ $body == *'"counter":3,'* ]] || fail "$u before the crash: $body"
-        json_get "$body" worker >"$EP_TMP/$u.worker"
-done
+users_login "$EP_URL" alice bob
 pid1=$(worker_pid w1) pid2=$(worker_pid w2)
 note "alice on w$(cat "$EP_TMP/alice.worker"), bob on w$(cat "$EP_TMP/bob.worker"); pids $pid1 $pid2"
 
@@ -43,14 +35,7 @@ wait_ready
 log_has 'Spawned worker' && fail "the restarted commander spawned: $(grep 'Spawned worker' "$EP_LOG")"
 [[ $(worker_pid w1) == "$pid1" && $(worker_pid w2) == "$pid2" ]] || fail "other pids serve: $(cat "$EP_RUN/status.json")"
 
-for u in alice bob; do
-        want=$(cat "$EP_TMP/$u.worker")
-        for i in 4 5; do
-                body=$("${CURL[@]}" -b "$EP_TMP/$u.jar" "$EP_URL/state") || fail "/state of $u after the restart"
-                [[ $body == *"\"user\":\"$u\",\"counter\":$i,\"worker\":\"$want\""* ]] ||
-                        fail "$u after the restart: $body (want counter $i on w$want)"
-        done
-done
+users_kept "$EP_URL" 4 alice bob
 log_has 're-placed' && fail "a user was placed anew: $(grep 're-placed' "$EP_LOG")"
 note "alice and bob kept their workers and counters across the SIGKILL"
 

@@ -170,3 +170,37 @@ else:
 rss_kib() {
         awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
 }
+
+# Sticky users of the demo worker, whose /state answers {"user":..,"counter":N,"worker":"K",...} and
+# counts one more on every request. users_login URL USER...: logs each in (cookie jar $EP_TMP/USER.jar),
+# makes 3 requests, and records its worker in $EP_TMP/USER.worker.
+users_login() {
+        local url=$1 u body i
+        shift
+        for u in "$@"; do
+                curl -s --noproxy '*' --max-time 20 -c "$EP_TMP/$u.jar" -o /dev/null "$url/login?user=$u" ||
+                        fail "login of $u failed"
+                for i in 1 2 3; do
+                        body=$(curl -s --noproxy '*' --max-time 20 -b "$EP_TMP/$u.jar" "$url/state") ||
+                                fail "/state of $u failed"
+                done
+                [[ $body == *'"counter":3,'* ]] || fail "$u after 3 requests: $body"
+                "$EP_PYTHON" -c 'import json, sys; print(json.loads(sys.argv[1])["worker"])' "$body" >"$EP_TMP/$u.worker"
+        done
+}
+
+# users_kept URL FIRST USER...: each user's next two requests count FIRST and FIRST+1 on the worker
+# users_login recorded: its worker and its state are the ones it had.
+users_kept() {
+        local url=$1 first=$2 u want body i
+        shift 2
+        for u in "$@"; do
+                want=$(cat "$EP_TMP/$u.worker")
+                for i in "$first" $((first + 1)); do
+                        body=$(curl -s --noproxy '*' --max-time 20 -b "$EP_TMP/$u.jar" "$url/state") ||
+                                fail "/state of $u failed"
+                        [[ $body == *"\"user\":\"$u\",\"counter\":$i,\"worker\":\"$want\""* ]] ||
+                                fail "$u: $body (want counter $i on w$want)"
+                done
+        done
+}

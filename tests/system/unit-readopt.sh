@@ -32,17 +32,11 @@ listen = 127.0.0.1:$PORT
 CONF
 URL=http://127.0.0.1:$PORT
 CURL=(curl -s --noproxy '*' --max-time 20)
+journal() { journalctl --no-pager -o cat "_SYSTEMD_USER_UNIT=$UNIT" 2>/dev/null; }
 
 timeout 90 systemctl --user start "$UNIT" || fail "systemctl --user start $UNIT failed: $(ucl status --no-pager -n 30 "$UNIT" 2>&1)"
 main=$(prop "$UNIT" MainPID)
-for u in alice bob; do
-        "${CURL[@]}" -c "$EP_TMP/$u.jar" -o /dev/null "$URL/login?user=$u" || fail "login $u"
-        for i in 1 2 3; do
-                body=$("${CURL[@]}" -b "$EP_TMP/$u.jar" "$URL/state") || fail "/state of $u"
-        done
-        [[ $body == *'"counter":3,'* ]] || fail "$u before the crash: $body"
-        "$EP_PYTHON" -c 'import json, sys; print(json.loads(sys.argv[1])["worker"])' "$body" >"$EP_TMP/$u.worker"
-done
+users_login "$URL" alice bob
 declare -A pids
 for n in 1 2; do
         pids[$n]=$(scope_pids "elastic-pool-$GROUP-w$n.scope" | head -n1)
@@ -98,14 +92,7 @@ for n in 1 2; do
         [[ $(scope_pids "elastic-pool-$GROUP-w$n.scope" | head -n1) == "${pids[$n]}" ]] ||
                 fail "scope w$n no longer holds pid ${pids[$n]}"
 done
-for u in alice bob; do
-        want=$(cat "$EP_TMP/$u.worker")
-        for i in 4 5; do
-                body=$("${CURL[@]}" -b "$EP_TMP/$u.jar" "$URL/state") || fail "/state of $u after the restart"
-                [[ $body == *"\"user\":\"$u\",\"counter\":$i,\"worker\":\"$want\""* ]] ||
-                        fail "$u after the restart: $body (want counter $i on w$want)"
-        done
-done
+users_kept "$URL" 4 alice bob
 journal | grep -qE "w$(cat "$EP_TMP/alice.worker") announced [0-9]+ users it holds: [1-9]" ||
         fail "the worker did not announce its users: $(journal | grep -E 'announced|taken back|re-placed')"
 journal | grep -q 're-placed' && fail "a user was placed anew: $(journal | grep 're-placed')"
@@ -125,7 +112,6 @@ s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(sys.argv[1])
 s.settimeout(5)
 sys.exit(0 if s.recv(1) == b"" else 1)' "$RUNTIME/channel.sock" || fail "the outsider was not turned away"
-journal() { journalctl --no-pager -o cat "_SYSTEMD_USER_UNIT=$UNIT" 2>/dev/null; }
 refused_in_journal() { journal | grep -q 'Refused a connection on the channel socket'; }
 EP_WAIT=10 wait_until refused_in_journal || fail "no refusal in the journal: $(journal | tail -n 20)"
 journal | grep -q 'Took back worker w1' || fail "the journal does not say w1 was taken back"
