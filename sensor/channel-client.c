@@ -30,6 +30,7 @@ struct ChannelClient {
         int fd;
         bool greeted;     /* the Hello of this connection is queued */
         bool said_goodbye; /* closed on purpose: never reconnect */
+        bool drain_asked;  /* the commander is retiring us: never reconnect either */
         char *path;
         usec_t connected_at;
         usec_t backoff;      /* the last reconnect delay; 0 before the first */
@@ -154,8 +155,14 @@ short channel_client_events(const ChannelClient *c) {
         return POLLIN | (frame_outbox_queued(&c->outbox) > 0 || !c->greeted ? POLLOUT : 0);
 }
 
+/* A worker on its way out (it said goodbye, or the commander asked it to drain) must not come back to a
+ * restarted commander as a fresh worker that takes users. */
+static bool may_reconnect(const ChannelClient *c) {
+        return c->path && !c->said_goodbye && !c->drain_asked;
+}
+
 usec_t channel_client_next_wakeup(const ChannelClient *c) {
-        if (c->fd >= 0 || !c->path || c->said_goodbye)
+        if (c->fd >= 0 || !may_reconnect(c))
                 return USEC_INFINITY;
         return c->next_attempt;
 }
@@ -169,7 +176,8 @@ static uint64_t next_random(ChannelClient *c) {
 }
 
 /* Doubles the delay from 100 ms to 5 s and waits a random time in [delay/2, delay], so that the workers of
- * a restarted commander do not all knock at the same instant. */
+ * a restarted commander do not all knock at the same instant. The first attempt comes after 50-100 ms: a
+ * commander restart takes a few hundred, and the users cannot be routed until we are back. */
 static void schedule_reconnect(ChannelClient *c, usec_t now) {
         usec_t delay;
 
@@ -189,10 +197,15 @@ static void close_channel(ChannelClient *c, int error, const char *reason) {
         c->greeted = false;
         frame_decoder_done(&c->decoder);
         frame_outbox_done(&c->outbox);
-        if (!c->path || c->said_goodbye)
+        if (!may_reconnect(c)) {
+                if (c->path && c->drain_asked && !c->said_goodbye)
+                        log_info("Not reconnecting to channel %s: the commander asked this worker to drain",
+                                 c->path);
                 return;
-        /* a connection that lived long enough was a healthy one: start over from the shortest delay */
-        if (now - c->connected_at >= CHANNEL_BACKOFF_MAX_USEC)
+        }
+        /* A connection that lived long enough was a healthy one: start over from the shortest delay. One
+         * that a commander accepted and closed at once (it refused us) keeps the delay growing. */
+        if (now - c->connected_at >= CHANNEL_HEALTHY_USEC)
                 c->backoff = 0;
         schedule_reconnect(c, now);
         c->connect_failing = false;
@@ -421,6 +434,7 @@ static void on_drain(ChannelClient *c, const ElasticPool__Drain *m) {
         cb = c->drain_cb;
         userdata = c->drain_userdata;
         pthread_mutex_unlock(&c->callbacks_lock);
+        c->drain_asked = true;
         if (!cb) {
                 log_notice("Drain requested (%s) but this worker has no drain callback", strna(m->reason));
                 return;
@@ -533,7 +547,7 @@ static int read_frames(ChannelClient *c) {
 int channel_client_dispatch(ChannelClient *c) {
         int r;
 
-        if (c->fd < 0 && c->path && !c->said_goodbye) {
+        if (c->fd < 0 && may_reconnect(c)) {
                 usec_t now = now_usec(CLOCK_MONOTONIC);
                 if (now >= c->next_attempt)
                         try_connect(c, now);

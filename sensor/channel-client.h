@@ -4,7 +4,8 @@
 /* The worker's end of the channel: one stream socket to the commander, frames in both directions through
  * the shared codec, written through a non-blocking outbox. Hello goes first on every connection. Move
  * commands are answered through the application's callbacks. When the channel breaks it is reconnected to
- * ELASTIC_POOL_CHANNEL with exponential backoff; without a path the sensor stays disconnected. */
+ * ELASTIC_POOL_CHANNEL with exponential backoff, unless the worker said goodbye or was asked to drain;
+ * without a path the sensor stays disconnected. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,8 +15,14 @@
 #include "frame.h"
 #include "time-util.h"
 
+/* Reconnect delays: the first attempt after 50-100 ms (the delay is jittered down to half), doubling up to
+ * 5 s. */
 #define CHANNEL_BACKOFF_MIN_USEC (100U * USEC_PER_MSEC)
 #define CHANNEL_BACKOFF_MAX_USEC (5U * USEC_PER_SEC)
+/* A connection that lasted this long was a success: the next break starts over from the shortest delay.
+ * As long as the longest delay, so that a commander which accepts and then closes (it refused us) makes
+ * us knock no more often than the backoff would. */
+#define CHANNEL_HEALTHY_USEC CHANNEL_BACKOFF_MAX_USEC
 
 typedef struct ChannelClient ChannelClient;
 

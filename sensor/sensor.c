@@ -196,6 +196,9 @@ static int setup_channel(ep_sensor *s) {
                 if (r < 0)
                         return log_error_errno(r, "Invalid ELASTIC_POOL_CHANNEL='%s': %m", e);
         }
+        /* A child of the worker that links the sensor too would connect there at once, and from inside the
+         * worker's cgroup a re-adopting commander would take it for the worker. */
+        (void) unsetenv("ELASTIC_POOL_CHANNEL");
         e = getenv("ELASTIC_POOL_CHANNEL_FD");
         if (!e)
                 return 0;

@@ -2,7 +2,8 @@
 /* The channel client over a real socketpair, the sensor driven through its event-loop API exactly as an
  * application would: Hello first with the right fields, reports on a fixed cadence, the move commands
  * answered through the callbacks (or with an error when there is none), a commander that sends garbage
- * gets its channel closed, and a broken channel is reconnected to ELASTIC_POOL_CHANNEL. */
+ * gets its channel closed, and a broken channel is reconnected to ELASTIC_POOL_CHANNEL: quickly at first,
+ * backing off against a commander that refuses us, never after a goodbye or a drain. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -321,6 +322,11 @@ static bool app_drained(void *userdata) {
         return app->drained && app->dropped[0];
 }
 
+static bool app_drained_only(void *userdata) {
+        App *app = userdata;
+        return app->drained;
+}
+
 static void test_sensor_dispatch_drop_and_drain_reach_callbacks(void **state) {
         _cleanup_(ep_sensor_freep) ep_sensor *s = NULL;
         ElasticPool__Drop d = ELASTIC_POOL__DROP__INIT;
@@ -386,55 +392,46 @@ static void test_sensor_dispatch_unexpected_frame_closes_channel(void **state) {
         commander_done(&c);
 }
 
-static int listen_at(const char *path) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        int fd;
+/* A temp dir for the commander's channel.sock; removed by channel_dir_done(). */
+typedef struct ChannelDir {
+        char dir[64], path[128];
+} ChannelDir;
 
-        assert_true(strlen(path) < sizeof sa.sun_path);
-        memcpy(sa.sun_path, path, strlen(path) + 1);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        assert_true(fd >= 0);
-        assert_int_equal(bind(fd, (struct sockaddr *) &sa, sizeof sa), 0);
-        assert_int_equal(listen(fd, 8), 0);
-        return fd;
+static void channel_dir_init(ChannelDir *d) {
+        snprintf(d->dir, sizeof d->dir, "/tmp/ep-sensor-channel.XXXXXX");
+        assert_non_null(mkdtemp(d->dir));
+        snprintf(d->path, sizeof d->path, "%s/channel.sock", d->dir);
+        assert_int_equal(setenv("ELASTIC_POOL_CHANNEL", d->path, 1), 0);
 }
 
-typedef struct Accepting {
-        int listen_fd, fd;
-} Accepting;
-
-static bool accepted(void *userdata) {
-        Accepting *a = userdata;
-
-        if (a->fd < 0)
-                a->fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-        return a->fd >= 0;
+static void channel_dir_done(ChannelDir *d) {
+        (void) unlink(d->path);
+        (void) rmdir(d->dir);
 }
 
 static void test_sensor_dispatch_reconnects_to_channel_path(void **state) {
         _cleanup_(ep_sensor_freep) ep_sensor *s = NULL;
         _cleanup_(frame_freep) Frame *hello1 = NULL, *hello2 = NULL, *report = NULL;
-        char dir[] = "/tmp/ep-sensor-channel.XXXXXX", path[128];
-        Accepting a = { .fd = -EBADF };
+        _cleanup_close_ int listen_fd = -EBADF;
         Commander c, again;
         usec_t closed_at;
+        ChannelDir d;
 
-        assert_non_null(mkdtemp(dir));
-        snprintf(path, sizeof path, "%s/channel.sock", dir);
-        a.listen_fd = listen_at(path);
-        assert_int_equal(setenv("ELASTIC_POOL_CHANNEL", path, 1), 0);
+        channel_dir_init(&d);
+        listen_fd = commander_listen(d.path);
         s = commander_start(&c, "200ms");
+        /* the worker's children must not find it: they would connect as if they were the worker */
+        assert_null(getenv("ELASTIC_POOL_CHANNEL"));
         hello1 = commander_expect(&c, s, ELASTIC_POOL__FRAME__BODY_HELLO, TIMEOUT);
 
         /* the commander goes away */
         commander_done(&c);
         closed_at = now_usec(CLOCK_MONOTONIC);
-        assert_true(sensor_drive_until(s, accepted, &a, TIMEOUT));
-        /* with backoff: not before 50 ms (100 ms jittered down to half at most) */
+        assert_true(commander_accept(&again, listen_fd, s, TIMEOUT));
+        /* with backoff, but a quick first attempt: 100 ms jittered down to 50 ms at most */
         assert_true(now_usec(CLOCK_MONOTONIC) - closed_at >= 50 * USEC_PER_MSEC);
+        assert_true(now_usec(CLOCK_MONOTONIC) - closed_at < USEC_PER_SEC);
 
-        again.fd = a.fd;
-        frame_decoder_init(&again.decoder, 0);
         hello2 = commander_next(&again, s, TIMEOUT, NULL);
         assert_non_null(hello2);
         assert_int_equal(hello2->body_case, ELASTIC_POOL__FRAME__BODY_HELLO); /* first again */
@@ -442,10 +439,153 @@ static void test_sensor_dispatch_reconnects_to_channel_path(void **state) {
         report = commander_expect(&again, s, ELASTIC_POOL__FRAME__BODY_REPORT, TIMEOUT);
         assert_true(report->report->seq >= 2);
         commander_done(&again);
+        channel_dir_done(&d);
+}
 
-        safe_close(a.listen_fd);
-        (void) unlink(path);
-        (void) rmdir(dir);
+/* Accepts the sensor's next connection and closes it at once, as a commander refusing a peer does;
+ * returns when that was. */
+static usec_t refuse_next(int listen_fd, ep_sensor *s) {
+        Commander c;
+
+        assert_true(commander_accept(&c, listen_fd, s, TIMEOUT));
+        commander_done(&c);
+        return now_usec(CLOCK_MONOTONIC);
+}
+
+static void test_sensor_dispatch_refused_peer_backs_off(void **state) {
+        _cleanup_(ep_sensor_freep) ep_sensor *s = NULL;
+        _cleanup_close_ int listen_fd = -EBADF;
+        usec_t t[6];
+        Commander c;
+        ChannelDir d;
+
+        channel_dir_init(&d);
+        listen_fd = commander_listen(d.path);
+        s = commander_start(&c, "1h");
+        frame_free(commander_expect(&c, s, ELASTIC_POOL__FRAME__BODY_HELLO, TIMEOUT));
+        commander_done(&c);
+        t[0] = now_usec(CLOCK_MONOTONIC);
+        for (unsigned i = 1; i < ELEMENTSOF(t); i++)
+                t[i] = refuse_next(listen_fd, s);
+        /* each wait at least half of 100, 200, 400, 800, 1600 ms: the delay doubles, no spinning */
+        for (unsigned i = 1; i < ELEMENTSOF(t); i++)
+                assert_true(t[i] - t[i - 1] >= (50U << (i - 1)) * USEC_PER_MSEC);
+        channel_dir_done(&d);
+}
+
+/* Keeps the connection open for span, reading (and dropping) what the sensor sends. */
+static void hold_for(Commander *c, ep_sensor *s, usec_t span) {
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + span, now;
+
+        while ((now = now_usec(CLOCK_MONOTONIC)) < deadline)
+                frame_free(commander_next(c, s, deadline - now, NULL));
+}
+
+static void test_sensor_dispatch_backoff_resets_after_healthy_connection(void **state) {
+        _cleanup_(ep_sensor_freep) ep_sensor *s = NULL;
+        _cleanup_close_ int listen_fd = -EBADF;
+        Commander c, held;
+        usec_t closed_at;
+        ChannelDir d;
+
+        channel_dir_init(&d);
+        listen_fd = commander_listen(d.path);
+        s = commander_start(&c, "1h");
+        frame_free(commander_expect(&c, s, ELASTIC_POOL__FRAME__BODY_HELLO, TIMEOUT));
+        commander_done(&c);
+        /* after three refusals the delay has grown to 400-800 ms, and would double after the next break */
+        for (unsigned i = 0; i < 3; i++)
+                (void) refuse_next(listen_fd, s);
+        assert_true(commander_accept(&held, listen_fd, s, TIMEOUT));
+        /* a connection that lives CHANNEL_HEALTHY_USEC (5 s) was a success */
+        hold_for(&held, s, 5200 * USEC_PER_MSEC);
+        commander_done(&held);
+        closed_at = now_usec(CLOCK_MONOTONIC);
+        assert_true(commander_accept(&c, listen_fd, s, TIMEOUT));
+        assert_true(now_usec(CLOCK_MONOTONIC) - closed_at < 300 * USEC_PER_MSEC);
+        commander_done(&c);
+        channel_dir_done(&d);
+}
+
+/* Drives the sensor for span and says whether it knocked on listen_fd meanwhile. */
+static bool knocked_within(int listen_fd, ep_sensor *s, usec_t span) {
+        Commander c;
+
+        if (!commander_accept(&c, listen_fd, s, span))
+                return false;
+        commander_done(&c);
+        return true;
+}
+
+static void test_sensor_dispatch_no_reconnect_after_drain(void **state) {
+        _cleanup_(ep_sensor_freep) ep_sensor *s = NULL;
+        ElasticPool__Drain dr = ELASTIC_POOL__DRAIN__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+        _cleanup_close_ int listen_fd = -EBADF;
+        Commander c;
+        ChannelDir d;
+        App app = {};
+        uint64_t t;
+
+        channel_dir_init(&d);
+        listen_fd = commander_listen(d.path);
+        s = commander_start(&c, "1h");
+        ep_sensor_set_drain_callback(s, app_drain, &app);
+        frame_free(commander_expect(&c, s, ELASTIC_POOL__FRAME__BODY_HELLO, TIMEOUT));
+        f.body_case = ELASTIC_POOL__FRAME__BODY_DRAIN, f.drain = &dr;
+        commander_send(&c, &f);
+        assert_true(sensor_drive_until(s, app_drained_only, &app, TIMEOUT));
+        /* the commander dies while the worker drains: the worker is leaving, not to be re-adopted */
+        commander_done(&c);
+        assert_false(knocked_within(listen_fd, s, USEC_PER_SEC));
+        assert_int_equal(ep_sensor_get_fd(s), -1);
+        assert_int_equal(ep_sensor_get_timeout(s, &t), 0);
+        assert_true(t > now_usec(CLOCK_MONOTONIC) + USEC_PER_SEC); /* only the hourly tick */
+        channel_dir_done(&d);
+}
+
+static void test_sensor_goodbye_no_reconnect(void **state) {
+        _cleanup_(ep_sensor_freep) ep_sensor *s = NULL;
+        _cleanup_close_ int listen_fd = -EBADF;
+        Commander c;
+        ChannelDir d;
+
+        channel_dir_init(&d);
+        listen_fd = commander_listen(d.path);
+        s = commander_start(&c, "1h");
+        frame_free(commander_expect(&c, s, ELASTIC_POOL__FRAME__BODY_HELLO, TIMEOUT));
+        ep_sensor_goodbye(s, "shutdown");
+        assert_true(commander_wait_eof(&c, NULL, TIMEOUT));
+        commander_done(&c);
+        assert_false(knocked_within(listen_fd, s, USEC_PER_SEC));
+        channel_dir_done(&d);
+}
+
+static void test_sensor_dispatch_reconnects_after_commander_goodbye(void **state) {
+        _cleanup_(ep_sensor_freep) ep_sensor *s = NULL;
+        _cleanup_(frame_freep) Frame *hello = NULL;
+        ElasticPool__Goodbye g = ELASTIC_POOL__GOODBYE__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+        _cleanup_close_ int listen_fd = -EBADF;
+        Commander c;
+        ChannelDir d;
+
+        channel_dir_init(&d);
+        listen_fd = commander_listen(d.path);
+        s = commander_start(&c, "1h");
+        frame_free(commander_expect(&c, s, ELASTIC_POOL__FRAME__BODY_HELLO, TIMEOUT));
+        /* a commander that restarts on purpose says so; its successor adopts us like after a crash */
+        g.reason = (char *) "restart";
+        f.body_case = ELASTIC_POOL__FRAME__BODY_GOODBYE, f.goodbye = &g;
+        commander_send(&c, &f);
+        assert_true(commander_wait_eof(&c, s, TIMEOUT));
+        commander_done(&c);
+        assert_true(commander_accept(&c, listen_fd, s, TIMEOUT));
+        hello = commander_next(&c, s, TIMEOUT, NULL);
+        assert_non_null(hello);
+        assert_int_equal(hello->body_case, ELASTIC_POOL__FRAME__BODY_HELLO);
+        commander_done(&c);
+        channel_dir_done(&d);
 }
 
 static void test_sensor_goodbye_sends_goodbye_and_stays_closed(void **state) {
@@ -481,6 +621,11 @@ int main(void) {
                 TEST(test_sensor_dispatch_undecodable_frame_closes_channel),
                 TEST(test_sensor_dispatch_unexpected_frame_closes_channel),
                 TEST(test_sensor_dispatch_reconnects_to_channel_path),
+                TEST(test_sensor_dispatch_refused_peer_backs_off),
+                TEST(test_sensor_dispatch_backoff_resets_after_healthy_connection),
+                TEST(test_sensor_dispatch_no_reconnect_after_drain),
+                TEST(test_sensor_dispatch_reconnects_after_commander_goodbye),
+                TEST(test_sensor_goodbye_no_reconnect),
                 TEST(test_sensor_goodbye_sends_goodbye_and_stays_closed),
         };
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -161,9 +162,10 @@ static int poll_ms(usec_t deadline) {
         return (int) MIN((deadline - now) / USEC_PER_MSEC + 1, (usec_t) INT_MAX);
 }
 
-/* One round: waits for the commander fd or the sensor, drives the sensor. */
-static void round_once(Commander *c, ep_sensor *s, usec_t deadline) {
-        struct pollfd p[2] = { { .fd = c ? c->fd : -1, .events = POLLIN }, { .fd = -1 } };
+/* One round: waits for fd (the commander's end, or its listening socket) or the sensor, drives the
+ * sensor. */
+static void round_once(int fd, ep_sensor *s, usec_t deadline) {
+        struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = -1 } };
         usec_t wake = deadline;
 
         if (s) {
@@ -176,6 +178,36 @@ static void round_once(Commander *c, ep_sensor *s, usec_t deadline) {
         (void) poll(p, 2, poll_ms(wake));
         if (s)
                 assert_int_equal(ep_sensor_dispatch(s), 0);
+}
+
+int commander_listen(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd;
+
+        assert_true(strlen(path) < sizeof sa.sun_path);
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(bind(fd, (struct sockaddr *) &sa, sizeof sa), 0);
+        assert_int_equal(listen(fd, 8), 0);
+        return fd;
+}
+
+bool commander_accept(Commander *c, int listen_fd, ep_sensor *s, usec_t timeout) {
+        usec_t deadline = now_usec(CLOCK_MONOTONIC) + timeout;
+
+        while (now_usec(CLOCK_MONOTONIC) < deadline) {
+                int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+                if (fd >= 0) {
+                        c->fd = fd;
+                        frame_decoder_init(&c->decoder, 0);
+                        return true;
+                }
+                assert_true(errno == EAGAIN || errno == EINTR);
+                round_once(listen_fd, s, deadline);
+        }
+        return false;
 }
 
 Frame *commander_next(Commander *c, ep_sensor *s, usec_t timeout, bool *ret_eof) {
@@ -203,7 +235,7 @@ Frame *commander_next(Commander *c, ep_sensor *s, usec_t timeout, bool *ret_eof)
                         return NULL;
                 }
                 assert_true(errno == EAGAIN || errno == EINTR);
-                round_once(c, s, deadline);
+                round_once(c->fd, s, deadline);
         }
         return NULL;
 }
@@ -259,7 +291,7 @@ bool sensor_drive_until(ep_sensor *s, bool (*cond)(void *userdata), void *userda
         while (!cond(userdata)) {
                 if (now_usec(CLOCK_MONOTONIC) >= deadline)
                         return false;
-                round_once(NULL, s, deadline);
+                round_once(-1, s, deadline);
         }
         return true;
 }

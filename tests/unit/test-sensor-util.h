@@ -45,6 +45,13 @@ typedef struct Commander {
 ep_sensor *commander_start(Commander *c, const char *interval);
 void commander_done(Commander *c);
 
+/* A listening Unix socket at path (non-blocking): the commander's channel.sock, where the sensor
+ * reconnects. */
+int commander_listen(const char *path);
+/* Accepts the sensor's next connection on listen_fd as c, driving s with ep_sensor_dispatch meanwhile when
+ * s is not NULL; false after timeout. */
+bool commander_accept(Commander *c, int listen_fd, ep_sensor *s, usec_t timeout);
+
 /* Waits (driving s with ep_sensor_dispatch when s is not NULL, otherwise just polling) for the next frame,
  * for at most timeout. NULL when none came or the sensor closed the channel (*ret_eof then set). */
 Frame *commander_next(Commander *c, ep_sensor *s, usec_t timeout, bool *ret_eof);

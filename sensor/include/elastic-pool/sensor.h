@@ -23,6 +23,13 @@
  * (or called ep_sensor_user_active) by then. So register callbacks and set at least the executor total
  * before driving the sensor; later changes show in the Hello of the next connection.
  *
+ * Reconnection: when the channel breaks (the commander died or closed it) and ELASTIC_POOL_CHANNEL names a
+ * socket, the sensor reconnects there, so that a restarted commander re-adopts the worker: first after
+ * 50-100 ms, then doubling up to 5 s, with jitter; back to the shortest delay once a connection has lasted
+ * 5 s (a commander that accepts and closes at once only slows the attempts down). Each new connection gets
+ * a Hello. Never after ep_sensor_goodbye(), nor once the commander has asked the worker to drain: a worker
+ * on its way out does not come back as a fresh one.
+ *
  * Return convention: functions returning int give 0 (or a documented positive value) on success and a
  * negative errno-style value on failure. */
 
@@ -55,6 +62,8 @@ typedef void (*ep_sensor_drain_callback)(void *userdata, uint64_t deadline_usec)
 /* Creates a sensor configured from the environment:
  *   ELASTIC_POOL_CHANNEL_FD   inherited channel fd (taken over and made close-on-exec)
  *   ELASTIC_POOL_CHANNEL      socket path to reconnect to when the channel breaks (optional)
+ * (both channel variables are removed from the environment, so that the worker's children, which share
+ * its cgroup, never connect to the commander as if they were the worker)
  *   ELASTIC_POOL_GROUP, ELASTIC_POOL_WORKER   identity sent in Hello
  *   ELASTIC_POOL_INTERVAL     report interval ("5s", "200ms"; default 5s)
  *   ELASTIC_POOL_PROC_ROOT, ELASTIC_POOL_CGROUP_ROOT   test seams: alternate /proc and /sys/fs/cgroup
