@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "sensor-util.h"
+#include "user-list.h"
 
 /* Room for one Package of the largest frame plus the reports queued behind it; past that the commander is
  * not reading and reports are dropped rather than held without bound. */
@@ -31,6 +32,7 @@ struct ChannelClient {
         bool greeted;     /* the Hello of this connection is queued */
         bool said_goodbye; /* closed on purpose: never reconnect */
         bool drain_asked;  /* the commander is retiring us: never reconnect either */
+        bool users_skip_logged; /* bad user names were logged at warning level once */
         char *path;
         usec_t connected_at;
         usec_t backoff;      /* the last reconnect delay; 0 before the first */
@@ -231,31 +233,94 @@ static int push(ChannelClient *c, const Frame *f) {
         return flush(c);
 }
 
-static size_t callback_capabilities(ChannelClient *c, ElasticPool__Capability *caps) {
+static void copy_user_callbacks(ChannelClient *c, ep_sensor_user_callbacks *ret, void **ret_userdata) {
+        pthread_mutex_lock(&c->callbacks_lock);
+        *ret = c->user_cb;
+        *ret_userdata = c->user_userdata;
+        pthread_mutex_unlock(&c->callbacks_lock);
+}
+
+/* Asks the application for its users. True when l holds the complete list; false without a list callback
+ * or when the callback failed (said here): the Hello then promises no list, and none is sent. */
+static bool collect_users(ChannelClient *c, const ep_sensor_user_callbacks *cb, void *userdata,
+                          UserList *l) {
+        int r;
+
+        if (!cb->list)
+                return false;
+        r = cb->list(userdata, user_list_add, l);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot list the worker's users, none announced on this channel: %m");
+                return false;
+        }
+        if (l->skipped > 0) {
+                /* once at warning level: the application hands out the same bad names on every reconnect */
+                log_full_errno(c->users_skip_logged ? LOG_DEBUG : LOG_WARNING, 0,
+                               "Left %zu user name(s) out of the list, empty or over %u bytes (the first: "
+                               "%zu bytes)",
+                               l->skipped, USER_LIST_NAME_MAX, l->skipped_first_length);
+                c->users_skip_logged = true;
+        }
+        return true;
+}
+
+static size_t callback_capabilities(const ep_sensor_user_callbacks *cb, bool listed,
+                                    ElasticPool__Capability *caps) {
         size_t n = 0;
 
-        pthread_mutex_lock(&c->callbacks_lock);
-        if (c->user_cb.snapshot)
+        if (cb->snapshot)
                 caps[n++] = ELASTIC_POOL__CAPABILITY__CAPABILITY_SNAPSHOT_USERS;
-        if (c->user_cb.install)
+        if (cb->install)
                 caps[n++] = ELASTIC_POOL__CAPABILITY__CAPABILITY_INSTALL_USERS;
-        if (c->user_cb.drop)
+        if (cb->drop)
                 caps[n++] = ELASTIC_POOL__CAPABILITY__CAPABILITY_DROP_USERS;
-        pthread_mutex_unlock(&c->callbacks_lock);
+        if (listed)
+                caps[n++] = ELASTIC_POOL__CAPABILITY__CAPABILITY_LIST_USERS;
         return n;
 }
 
-/* Queues the Hello, first on every connection. Built only now, not when the fd was adopted, so that the
- * capabilities reflect the callbacks and fields the application set up before it started the sensor. */
+static int push_frame(void *userdata, const Frame *f) {
+        return push(userdata, f);
+}
+
+/* Queues the Users frames behind the Hello. The list goes out whole, whatever its size: the outbox limit
+ * is there for a commander that stopped reading reports, and this one has only just accepted us. Reports
+ * queue behind the list again once the commander has read it down under the limit. */
+static int announce_users(ChannelClient *c, const UserList *l) {
+        int r;
+
+        c->outbox.limit = 0;
+        r = user_list_foreach_frame(l, USER_LIST_FRAME_BUDGET, push_frame, c);
+        c->outbox.limit = OUTBOX_LIMIT;
+        if (r == -ENOTCONN)
+                return r; /* the write closed the channel and said why */
+        if (r < 0) {
+                /* part of the list is out with more = true: only a new connection can start it over */
+                close_channel(c, r, "cannot queue the list of users");
+                return r;
+        }
+        log_debug("Announced %zu user(s) to the commander", l->n);
+        return 0;
+}
+
+/* Queues the Hello, first on every connection, then the worker's users when the application lists them.
+ * Built only now, not when the fd was adopted, so that the capabilities reflect the callbacks and fields
+ * the application set up before it started the sensor, and the list is the one of this moment. */
 static int greet(ChannelClient *c) {
         ElasticPool__Hello h = ELASTIC_POOL__HELLO__INIT;
-        ElasticPool__Capability caps[4];
+        ElasticPool__Capability caps[5];
         Frame f = ELASTIC_POOL__FRAME__INIT;
-        bool app_fields = false;
+        _cleanup_(user_list_done) UserList users = {};
+        ep_sensor_user_callbacks cb;
+        bool app_fields = false, listed;
+        void *userdata;
         size_t n;
+        int r;
 
         if (c->fd < 0 || c->greeted)
                 return 0;
+        copy_user_callbacks(c, &cb, &userdata);
+        listed = collect_users(c, &cb, userdata, &users);
         if (c->hello)
                 c->hello(c->hello_userdata, &h, &app_fields);
         h.has_pid = true;
@@ -263,7 +328,7 @@ static int greet(ChannelClient *c) {
         h.has_protocol_version = true;
         h.protocol_version = EP_PROTOCOL_VERSION;
         h.sensor_version = (char *) EP_VERSION;
-        n = callback_capabilities(c, caps);
+        n = callback_capabilities(&cb, listed, caps);
         if (app_fields)
                 caps[n++] = ELASTIC_POOL__CAPABILITY__CAPABILITY_APPLICATION_FIELDS;
         h.n_capabilities = n;
@@ -271,7 +336,10 @@ static int greet(ChannelClient *c) {
         f.body_case = ELASTIC_POOL__FRAME__BODY_HELLO;
         f.hello = &h;
         c->greeted = true;
-        return push(c, &f);
+        r = push(c, &f);
+        if (r < 0 || !listed)
+                return r;
+        return announce_users(c, &users);
 }
 
 int channel_client_send(ChannelClient *c, const Frame *f) {
@@ -311,13 +379,6 @@ static void try_connect(ChannelClient *c, usec_t now) {
         c->greeted = false;
         c->connected_at = now;
         c->connect_failing = false;
-}
-
-static void copy_user_callbacks(ChannelClient *c, ep_sensor_user_callbacks *ret, void **ret_userdata) {
-        pthread_mutex_lock(&c->callbacks_lock);
-        *ret = c->user_cb;
-        *ret_userdata = c->user_userdata;
-        pthread_mutex_unlock(&c->callbacks_lock);
 }
 
 static void describe_failure(char *buf, size_t size, const char *what, const char *user, int r) {

@@ -2,10 +2,11 @@
 #pragma once
 
 /* The worker's end of the channel: one stream socket to the commander, frames in both directions through
- * the shared codec, written through a non-blocking outbox. Hello goes first on every connection. Move
- * commands are answered through the application's callbacks. When the channel breaks it is reconnected to
- * ELASTIC_POOL_CHANNEL with exponential backoff, unless the worker said goodbye or was asked to drain;
- * without a path the sensor stays disconnected. */
+ * the shared codec, written through a non-blocking outbox. Hello goes first on every connection, followed
+ * by the worker's users when the application lists them. Move commands are answered through the
+ * application's callbacks. When the channel breaks it is reconnected to ELASTIC_POOL_CHANNEL with
+ * exponential backoff, unless the worker said goodbye or was asked to drain; without a path the sensor
+ * stays disconnected. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,8 +55,8 @@ short channel_client_events(const ChannelClient *c);
 /* When the next reconnect attempt is due (CLOCK_MONOTONIC); USEC_INFINITY when none is pending. */
 usec_t channel_client_next_wakeup(const ChannelClient *c);
 
-/* Connects when due, sends the Hello, writes what is queued and handles what the commander sent. Broken
- * channels are closed and scheduled for reconnection here, not returned. 0 or -ENOMEM. */
+/* Connects when due, sends the Hello (and the users), writes what is queued and handles what the commander
+ * sent. Broken channels are closed and scheduled for reconnection here, not returned. 0 or -ENOMEM. */
 int channel_client_dispatch(ChannelClient *c);
 
 /* Queues f (after the Hello) and writes what the socket takes. 0; -ENOTCONN while disconnected;

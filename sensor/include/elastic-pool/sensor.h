@@ -18,17 +18,17 @@
  * one needs no checks.)
  *
  * Hello: sent first on every connection, built when the sensor is first driven (first dispatch, tick or
- * thread start), not in ep_sensor_new(). Its capabilities are SNAPSHOT/INSTALL/DROP_USERS for each move
- * callback registered by then, and APPLICATION_FIELDS when the application has set any application field
- * (or called ep_sensor_user_active) by then. So register callbacks and set at least the executor total
- * before driving the sensor; later changes show in the Hello of the next connection.
+ * thread start), not in ep_sensor_new(). Its capabilities are SNAPSHOT/INSTALL/DROP/LIST_USERS for each
+ * user callback registered by then, and APPLICATION_FIELDS when the application has set any application
+ * field (or called ep_sensor_user_active) by then. So register callbacks and set at least the executor
+ * total before driving the sensor; later changes show in the Hello of the next connection.
  *
  * Reconnection: when the channel breaks (the commander died or closed it) and ELASTIC_POOL_CHANNEL names a
  * socket, the sensor reconnects there, so that a restarted commander re-adopts the worker: first after
  * 50-100 ms, then doubling up to 5 s, with jitter; back to the shortest delay once a connection has lasted
  * 5 s (a commander that accepts and closes at once only slows the attempts down). Each new connection gets
- * a Hello. Never after ep_sensor_goodbye(), nor once the commander has asked the worker to drain: a worker
- * on its way out does not come back as a fresh one.
+ * a Hello and, with a list callback, the worker's users. Never after ep_sensor_goodbye(), nor once the
+ * commander has asked the worker to drain: a worker on its way out does not come back as a fresh one.
  *
  * Return convention: functions returning int give 0 (or a documented positive value) on success and a
  * negative errno-style value on failure. */
@@ -43,16 +43,31 @@ extern "C" {
 
 typedef struct ep_sensor ep_sensor;
 
-/* Move callbacks, run in the sensor's thread. Each returns 0 or a negative errno. A move the worker cannot
+/* Handed to the list callback: takes one user name (copied; it need only live until the call returns).
+ * Returns 0, or a negative errno (-ENOMEM) at which the list callback must stop and return it. */
+typedef int (*ep_sensor_user_sink)(void *sink_ctx, const char *user);
+
+/* User callbacks, run in the sensor's thread. Each returns 0 or a negative errno. A move the worker cannot
  * do (no callback) is answered with an error naming it.
  * snapshot: serialise `user` into a malloc()ed blob (*ret_blob, *ret_size), which the sensor frees.
  *           -ENOENT when the worker does not know the user.
  * install:  create `user` from the blob; the blob is only valid during the call.
- * drop:     forget `user`; -ENOENT when it is not known. */
+ * drop:     forget `user`; -ENOENT when it is not known.
+ * list:     call sink(sink_ctx, user) once for every user whose state the worker holds, all of them; stop
+ *           at the first negative value sink returns and return it. sink and sink_ctx are valid during
+ *           the call only. Called as every connection begins (the first one and each reconnect); the
+ *           users follow the Hello in Users frames, so that a restarted commander learns which users live
+ *           here and keeps them on this worker. Registering it adds LIST_USERS to the Hello. 0 promises
+ *           the list is complete; after a negative errno the sensor sends no list on that connection and
+ *           leaves LIST_USERS out of its Hello: a partial list would read as "the others are gone". In
+ *           background-thread mode it runs while the application's threads change the users: walk them
+ *           under the application's own lock. Empty names and names over 1024 bytes are left out (and
+ *           logged). */
 typedef struct ep_sensor_user_callbacks {
         int (*snapshot)(void *userdata, const char *user, void **ret_blob, size_t *ret_size);
         int (*install)(void *userdata, const char *user, const void *blob, size_t size);
         int (*drop)(void *userdata, const char *user);
+        int (*list)(void *userdata, ep_sensor_user_sink sink, void *sink_ctx);
 } ep_sensor_user_callbacks;
 
 /* Called when the commander asks the worker to drain (it is being retired): stop taking new work,
