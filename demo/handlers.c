@@ -379,7 +379,7 @@ static void fault_delay(const char *what, const char *user, usec_t delay) {
                 ;
 }
 
-/* The sensor's move callbacks: they run in the event-loop thread, the loop syncs the user count. */
+/* The sensor's user callbacks: they run in the event-loop thread, the loop syncs the user count. */
 static int on_snapshot(void *userdata, const char *user, void **ret_blob, size_t *ret_size) {
         App *app = userdata;
 
@@ -413,8 +413,28 @@ static int on_drop(void *userdata, const char *user) {
         return r;
 }
 
+typedef struct ListSink {
+        ep_sensor_user_sink sink;
+        void *ctx;
+} ListSink;
+
+static int list_user(const UserInfo *u, void *userdata) {
+        ListSink *l = userdata;
+
+        return l->sink(l->ctx, u->name);
+}
+
+/* A whole walk under the store's lock: the sink only copies names, and it runs once per connection of the
+ * channel, so the executors pause for one copy of the names at most; in return the list is one moment's. */
+static int on_list(void *userdata, ep_sensor_user_sink sink, void *sink_ctx) {
+        App *app = userdata;
+
+        return user_store_foreach(app->users, list_user, &(ListSink) { .sink = sink, .ctx = sink_ctx });
+}
+
 const ep_sensor_user_callbacks app_user_callbacks = {
         .snapshot = on_snapshot,
         .install = on_install,
         .drop = on_drop,
+        .list = on_list,
 };

@@ -99,5 +99,6 @@ void http_response_text(HttpResponse *resp, int status, const char *fmt, ...)
 /* Releases what the response holds; the struct can then be reused. */
 void http_response_done(HttpResponse *resp);
 
-/* Sensor move callbacks over app->users (userdata: the App). */
+/* Sensor user callbacks over app->users (userdata: the App): the moves, and the list the sensor announces
+ * to a commander after every (re)connection. */
 extern const ep_sensor_user_callbacks app_user_callbacks;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The demo worker's user store: login/bump/drop, the snapshot package round trip that a live move relies
- * on (counter and blob intact), and refusal of every damaged or foreign package with -EBADMSG. */
+ * on (counter and blob intact), refusal of every damaged or foreign package with -EBADMSG, and the walk over
+ * every user that the sensor's list callback announces to a commander. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -193,6 +194,41 @@ static void test_user_store_foreach(void **state) {
         assert_int_equal(n, 1);
 }
 
+#define SEEN_USERS 300U
+
+/* Which of the users u0..u299 a walk visited, and how often. */
+static int mark_seen(const UserInfo *u, void *userdata) {
+        unsigned *seen = userdata;
+        unsigned i;
+
+        assert_int_equal(sscanf(u->name, "u%u", &i), 1);
+        assert_true(i < SEEN_USERS);
+        seen[i]++;
+        return 0;
+}
+
+static void test_user_store_foreach_visits_each_user_once(void **state) {
+        _cleanup_(user_store_freep) UserStore *s = NULL;
+        _cleanup_free_ void *package = NULL;
+        unsigned seen[SEEN_USERS] = {};
+        size_t size;
+        char name[16];
+
+        /* enough users that the table grows on the way: a walk sees the table as it is now */
+        assert_int_equal(user_store_new(0, &s), 0);
+        for (unsigned i = 0; i < SEEN_USERS - 1; i++) {
+                snprintf(name, sizeof name, "u%u", i);
+                assert_int_equal(user_store_login(s, name), 1);
+        }
+        assert_int_equal(user_store_drop(s, "u7"), 0);
+        assert_int_equal(user_store_snapshot(s, "u8", &package, &size), 0);
+        snprintf(name, sizeof name, "u%u", SEEN_USERS - 1);
+        assert_int_equal(user_store_install(s, name, package, size), 0); /* a user that moved in */
+        assert_int_equal(user_store_foreach(s, mark_seen, seen), 0);
+        for (unsigned i = 0; i < SEEN_USERS; i++)
+                assert_int_equal(seen[i], i == 7 ? 0 : 1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_user_name_is_valid),
@@ -203,6 +239,7 @@ int main(void) {
                 cmocka_unit_test(test_user_package_parse_refuses_damage),
                 cmocka_unit_test(test_user_package_parse_random_garbage),
                 cmocka_unit_test(test_user_store_foreach),
+                cmocka_unit_test(test_user_store_foreach_visits_each_user_once),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
