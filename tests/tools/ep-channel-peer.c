@@ -183,6 +183,8 @@ static const char *capability_name(ElasticPool__Capability c) {
                 return "drop";
         case ELASTIC_POOL__CAPABILITY__CAPABILITY_APPLICATION_FIELDS:
                 return "application-fields";
+        case ELASTIC_POOL__CAPABILITY__CAPABILITY_LIST_USERS:
+                return "list-users";
         default:
                 return "unknown";
         }
@@ -254,6 +256,16 @@ static void remember_package(Peer *peer, const ElasticPool__Package *m) {
         peer->have_package = true;
 }
 
+/* "users more=yes|no n=N list=a,b,c" ("list=-" when empty), in the order sent */
+static void print_users(const ElasticPool__Users *m) {
+        printf("users more=%s n=%zu list=", m->more ? "yes" : "no", m->n_users);
+        if (m->n_users == 0)
+                printf("-");
+        for (size_t i = 0; i < m->n_users; i++)
+                printf("%s%s", i > 0 ? "," : "", m->users[i]);
+        printf("\n");
+}
+
 static void print_frame(Peer *peer, const Frame *f) {
         switch (f->body_case) {
         case ELASTIC_POOL__FRAME__BODY_HELLO:
@@ -287,6 +299,9 @@ static void print_frame(Peer *peer, const Frame *f) {
                 break;
         case ELASTIC_POOL__FRAME__BODY_GOODBYE:
                 printf("goodbye reason=\"%s\"\n", f->goodbye->reason ?: "");
+                break;
+        case ELASTIC_POOL__FRAME__BODY_USERS:
+                print_users(f->users);
                 break;
         default:
                 printf("unexpected frame=%s\n", frame_body_name(f));
