@@ -78,7 +78,9 @@ statuses() {
 # demo_peer_start [WORKER OPTIONS...]: runs the worker under tests/tools/ep-channel-peer, a fake commander
 # that hands it a channel and $DEMO_SOCK by socket activation (reports every 200 ms), and waits until the
 # worker answers. The frames the worker sends land in $DEMO_FRAMES, one a line; peer_command sends the
-# peer a command line (snapshot MOVE USER, install-from-last-package USER, drain, quit...).
+# peer a command line (snapshot MOVE USER, install-from-last-package USER, drain, close, quit...). Options
+# for the peer itself go in the array DEMO_PEER_ARGS (--channel PATH, say).
+DEMO_PEER_ARGS=()
 demo_peer_start() {
         local peer=$EP_BUILD_DIR/tests/tools/ep-channel-peer
         [[ -x $peer ]] || skip "tests/tools/ep-channel-peer is not built"
@@ -88,7 +90,7 @@ demo_peer_start() {
         exec 7<>"$EP_TMP/commands"
         # Not spawn_bg: bash gives a command it backgrounds /dev/null as stdin unless the redirection is
         # on that command itself, as here, not on the call of a function that backgrounds it.
-        "$peer" --listen "$DEMO_SOCK" --interval 200ms -- "$DEMO_WORKER" "$@" \
+        "$peer" --listen "$DEMO_SOCK" --interval 200ms "${DEMO_PEER_ARGS[@]}" -- "$DEMO_WORKER" "$@" \
                 <"$EP_TMP/commands" >"$DEMO_FRAMES" 2>"$DEMO_LOG" &
         DEMO_PID=$!
         EP_PIDS+=("$DEMO_PID")
