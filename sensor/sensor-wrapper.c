@@ -2,7 +2,9 @@
 /* elastic-pool-sensor -- COMMAND...: the sensor for a worker that does not link the library. It runs
  * COMMAND as its only child, hands it the socket-activation fds, forwards the signals a supervisor sends,
  * reports the cgroup of the scope they share (application fields absent: it cannot know them), and exits
- * with the child's status. */
+ * with the child's status. Its sensor reconnects to ELASTIC_POOL_CHANNEL like the library's in any worker
+ * (the wrapper drives it in its own loop); it cannot list the child's users, so a restarted commander
+ * learns none from it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -42,7 +44,8 @@ static void help(void) {
         printf("%s [OPTIONS...] -- COMMAND [ARGS...]\n\n"
                "Runs COMMAND as an elastic-pool worker that does not link libelastic-pool-sensor:\n"
                "reports the cgroup quantities of the scope it shares with COMMAND over\n"
-               "ELASTIC_POOL_CHANNEL_FD, passes the socket-activation fds (LISTEN_FDS) on to COMMAND,\n"
+               "ELASTIC_POOL_CHANNEL_FD (reconnecting to ELASTIC_POOL_CHANNEL when the commander\n"
+               "restarts), passes the socket-activation fds (LISTEN_FDS) on to COMMAND,\n"
                "forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to it, and exits with its status (128+N\n"
                "when signal N killed it; 1 for an error of its own, 127/126 when COMMAND cannot run).\n\n"
                "  -h --help               Show this help\n"
@@ -139,7 +142,8 @@ _noreturn_ static void child_exec(unsigned n_listen, const sigset_t *saved_mask,
                 snprintf(pid, sizeof pid, "%d", (int) getpid());
                 (void) setenv("LISTEN_PID", pid, 1);
         }
-        /* we are the scope's sensor: a child linking the library must not report the same scope again */
+        /* We are the scope's sensor: a child linking the library must not report the same scope again.
+         * ep_sensor_new() took it out of our environment already; said again where the child's is made. */
         (void) unsetenv("ELASTIC_POOL_CHANNEL");
         /* if we die without forwarding anything, the worker is asked to stop rather than orphaned */
         (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
