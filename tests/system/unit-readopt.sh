@@ -79,12 +79,13 @@ on_exit "touch '$EP_TMP/stop-load'"
 sleep 1
 
 restarts=$(prop "$UNIT" NRestarts)
+t0=$(date +%s%N)
 kill -KILL "$main"
 restarted() { [[ $(prop "$UNIT" NRestarts) -gt $restarts && $(prop "$UNIT" ActiveState) == active ]]; }
 EP_WAIT=60 wait_until restarted || fail "$UNIT was not restarted: $(ucl status --no-pager -n 30 "$UNIT" 2>&1)"
 new_main=$(prop "$UNIT" MainPID)
 [[ $new_main != "$main" && $new_main != 0 ]] || fail "no new commander (MainPID $new_main)"
-note "systemd restarted the commander: pid $new_main"
+note "systemd restarted the commander: pid $new_main, active again $((($(date +%s%N) - t0) / 1000000)) ms after the kill"
 
 # the same worker processes in the same scopes, and nothing spawned
 [[ $(scope_count) -eq 2 ]] || fail "expected the 2 scopes, found: $(scopes | tr '\n' ' ')"
