@@ -665,8 +665,9 @@ int manager_add_frontend(Manager *m, const char *state_dir) {
         int r;
 
         r = frontend_new(&o, &m->frontend);
-        /* taken over by the front end, also on failure */
-        m->n_passed = 0;
+        /* the fds are the front end's now, also on failure; the names stay ours */
+        for (size_t i = 0; i < m->n_passed; i++)
+                m->passed_fds[i] = -EBADF;
         free_passed(m);
         if (r < 0)
                 return r;
