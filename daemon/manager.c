@@ -555,14 +555,17 @@ static unsigned worker_users(unsigned worker, void *userdata) {
         return surface_worker_users(&m->surface, worker);
 }
 
-static bool move_worker(unsigned worker, bool *ret_routable, unsigned *ret_capabilities, void *userdata) {
+static bool move_worker(unsigned worker, MoveWorker *ret, void *userdata) {
         Manager *m = userdata;
         Worker *w = pool_get_worker(&m->pool, worker);
 
         if (!w)
                 return false;
-        *ret_routable = worker_is_routable(w);
-        *ret_capabilities = w->capabilities;
+        *ret = (MoveWorker) {
+                .routable = worker_is_routable(w),
+                .capabilities = w->capabilities,
+                .package_format = w->package_format,
+        };
         return true;
 }
 

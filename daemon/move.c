@@ -182,21 +182,22 @@ static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* Live when A can snapshot and B install; a re-point (when allowed) when A keeps no state to carry. */
+/* Live when A can snapshot and B install, in one package format; a re-point (when allowed) when A keeps
+ * no state to carry, or B could not read A's package (a deploy changed the format): the user starts over
+ * on B rather than get state B misreads. */
 static int move_kind(Moves *m, const SurfaceUser *u, unsigned to, bool repoint_ok, bool *ret_repoint) {
-        unsigned caps_a = 0, caps_b = 0;
-        bool routable_a, routable_b = false;
+        MoveWorker a = {}, b = {};
 
         if (u->move)
                 return -EBUSY;
-        if (to == u->worker || !m->hooks.worker ||
-            !m->hooks.worker(u->worker, &routable_a, &caps_a, m->hooks.userdata) ||
-            !m->hooks.worker(to, &routable_b, &caps_b, m->hooks.userdata) || !routable_b)
+        if (to == u->worker || !m->hooks.worker || !m->hooks.worker(u->worker, &a, m->hooks.userdata) ||
+            !m->hooks.worker(to, &b, m->hooks.userdata) || !b.routable)
                 return -ENOENT;
-        *ret_repoint = !can(caps_a, ELASTIC_POOL__CAPABILITY__CAPABILITY_SNAPSHOT_USERS);
+        *ret_repoint = !can(a.capabilities, ELASTIC_POOL__CAPABILITY__CAPABILITY_SNAPSHOT_USERS) ||
+                       !streq_ptr(a.package_format, b.package_format);
         if (*ret_repoint)
                 return repoint_ok ? 0 : -EOPNOTSUPP;
-        return can(caps_b, ELASTIC_POOL__CAPABILITY__CAPABILITY_INSTALL_USERS) ? 0 : -EOPNOTSUPP;
+        return can(b.capabilities, ELASTIC_POOL__CAPABILITY__CAPABILITY_INSTALL_USERS) ? 0 : -EOPNOTSUPP;
 }
 
 static int start(Moves *m, SurfaceUser *u, unsigned to, const char *why, bool repoint_ok, usec_t now) {

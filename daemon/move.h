@@ -60,10 +60,16 @@ typedef struct MoveEnd {
         const char *outcome; /* "done", "re-pointed" or the abort's reason */
 } MoveEnd;
 
+/* What a move needs to know of a worker. */
+typedef struct MoveWorker {
+        bool routable;           /* it takes users */
+        unsigned capabilities;   /* bitmask of 1 << ElasticPool__Capability */
+        const char *package_format; /* as its Hello named it; NULL: unnamed */
+} MoveWorker;
+
 typedef struct MoveHooks {
-        /* What a move needs to know of wN: false when there is no such worker; else whether it takes
-         * users (routable) and its capabilities (bitmask of 1 << ElasticPool__Capability). */
-        bool (*worker)(unsigned worker, bool *ret_routable, unsigned *ret_capabilities, void *userdata);
+        /* What a move needs to know of wN: false when there is no such worker. */
+        bool (*worker)(unsigned worker, MoveWorker *ret, void *userdata);
         /* Sends f on wN's channel: 0, -ENOTCONN when it has none open, -errno. */
         int (*send)(unsigned worker, const Frame *f, void *userdata);
         /* Requests of user held while it moves (for the journal line of the move's end). */

@@ -535,6 +535,8 @@ static void on_hello(Pool *p, Worker *w, const ElasticPool__Hello *h) {
         }
         free(w->sensor_version);
         w->sensor_version = h->sensor_version ? strdup(h->sensor_version) : NULL;
+        free(w->package_format);
+        w->package_format = h->package_format ? strdup(h->package_format) : NULL;
         w->sensor_protocol = h->protocol_version;
         usec_t interval = h->has_interval_usec ? MIN(h->interval_usec, EVALUATOR_SENSOR_INTERVAL_MAX) : 0;
         if (interval != w->sensor_interval)

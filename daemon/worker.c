@@ -55,6 +55,7 @@ Worker *worker_free(Worker *w) {
         w->probe_timer = sd_event_source_disable_unref(w->probe_timer);
         w->channel = channel_free(w->channel);
         safe_close(w->pidfd);
+        free(w->package_format);
         safe_close(w->release_fd);
         safe_close(w->exec_error_fd);
         safe_close(w->listen_fd);

@@ -73,6 +73,7 @@ typedef struct Worker {
         char *channel_close_reason;
         uint32_t sensor_protocol;
         char *sensor_version;
+        char *package_format; /* of the user packages it snapshots and installs; NULL: unnamed */
         unsigned capabilities; /* bitmask of 1 << ElasticPool__Capability */
         usec_t sensor_interval;
         usec_t last_report_at;

@@ -38,6 +38,7 @@ typedef struct Options {
         uint64_t max_body_size;
         usec_t idle_timeout;
         usec_t shutdown_timeout;
+        const char *package_format;
         MoveFaults faults;
 } Options;
 
@@ -51,6 +52,9 @@ static void help(void) {
                "  --max-body-size BYTES     larger request bodies (discarded anyway) get 413 (default 16G)\n"
                "  --idle-timeout DURATION   close keep-alive connections idle this long (default 60s)\n"
                "  --shutdown-timeout DURATION  time in-flight requests get after SIGTERM (default 10s)\n"
+               "  --package-format NAME     the format of its user packages, named in its Hello (default\n"
+               "                            demo-user-v1); the commander moves users live only between\n"
+               "                            workers of one format, and re-points them across formats\n"
                "  -h --help                 show this help\n"
                "  --version                 show the version\n\n"
                "Faults injected into live moves on purpose, for tests of the commander (default: none):\n"
@@ -120,6 +124,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 ARG_INSTALL_DELAY,
                 ARG_INSTALL_ERROR,
                 ARG_SNAPSHOT_DELAY,
+                ARG_PACKAGE_FORMAT,
                 ARG_VERSION
         };
         static const struct option options[] = {
@@ -132,6 +137,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "install-delay", required_argument, NULL, ARG_INSTALL_DELAY },
                 { "install-error", no_argument, NULL, ARG_INSTALL_ERROR },
                 { "snapshot-delay", required_argument, NULL, ARG_SNAPSHOT_DELAY },
+                { "package-format", required_argument, NULL, ARG_PACKAGE_FORMAT },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
@@ -187,6 +193,9 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         if (parse_duration(optarg, &o->faults.snapshot_delay) < 0)
                                 return usage_error("invalid --snapshot-delay '%s': a duration such as 8s",
                                                    optarg);
+                        break;
+                case ARG_PACKAGE_FORMAT:
+                        o->package_format = optarg;
                         break;
                 case 'h':
                         help();
@@ -355,6 +364,9 @@ static int run(const Options *o) {
         }
         app.faults = o->faults;
         (void) ep_sensor_set_user_callbacks(sensor, &app_user_callbacks, &app);
+        r = ep_sensor_set_package_format(sensor, o->package_format);
+        if (r < 0)
+                log_warning_errno(r, "Invalid --package-format '%s' (%m); the Hello names none", o->package_format);
         ep_sensor_set_drain_callback(sensor, on_drain, &app);
 
         r = server_new(fd, &app, &(ServerConfig) { .threads = o->threads,
@@ -382,6 +394,7 @@ int main(int argc, char *argv[]) {
                 .max_body_size = REQUEST_BODY_MAX_DEFAULT,
                 .idle_timeout = 60 * USEC_PER_SEC,
                 .shutdown_timeout = 10 * USEC_PER_SEC,
+                .package_format = "demo-user-v1",
         };
         int r;
 

@@ -42,6 +42,7 @@ struct ep_sensor {
         usec_t last_deadline;
 
         char *group;
+        char *package_format;
         bool has_worker_id;
         uint32_t worker_id;
 
@@ -69,6 +70,7 @@ static void fill_hello(void *userdata, ElasticPool__Hello *h, bool *ret_applicat
         h->has_interval_usec = true;
         h->interval_usec = atomic_load(&s->interval_usec);
         h->cgroup = (char *) cgroup_reader_v2_path(&s->reader);
+        h->package_format = s->package_format;
         *ret_application_fields = app_state_any_set(&s->app);
 }
 
@@ -282,6 +284,7 @@ _public_ ep_sensor *ep_sensor_free(ep_sensor *s) {
         app_state_done(&s->app);
         safe_close(s->wake_fd);
         free(s->group);
+        free(s->package_format);
         free(s);
         return NULL;
 }
@@ -352,6 +355,26 @@ _public_ int ep_sensor_set_user_callbacks(ep_sensor *s, const ep_sensor_user_cal
         if (!s)
                 return -EINVAL;
         channel_client_set_user_callbacks(s->channel, cb, userdata);
+        return 0;
+}
+
+_public_ int ep_sensor_set_package_format(ep_sensor *s, const char *format) {
+        char *copy = NULL;
+
+        if (!s || s->thread_running)
+                return -EINVAL;
+        if (format) {
+                if (strlen(format) > 128)
+                        return -EINVAL;
+                for (const char *c = format; *c; c++)
+                        if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                                return -EINVAL;
+                copy = strdup(format);
+                if (!copy)
+                        return -ENOMEM;
+        }
+        free(s->package_format);
+        s->package_format = copy;
         return 0;
 }
 

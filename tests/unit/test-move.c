@@ -36,6 +36,7 @@ typedef struct FakeWorker {
         bool exists, routable, channel_open;
         unsigned capabilities;
         bool backed_up; /* its channel queues too much: sends fail with -ENOBUFS */
+        const char *format; /* its package format */
 } FakeWorker;
 
 typedef struct Sent {
@@ -66,11 +67,14 @@ static MoveEnd ended;
 static char ended_user[32];
 static unsigned n_ended;
 
-static bool fake_worker(unsigned id, bool *ret_routable, unsigned *ret_capabilities, void *userdata) {
+static bool fake_worker(unsigned id, MoveWorker *ret, void *userdata) {
         if (id >= WORKERS_MAX || !workers[id].exists)
                 return false;
-        *ret_routable = workers[id].routable;
-        *ret_capabilities = workers[id].capabilities;
+        *ret = (MoveWorker) {
+                .routable = workers[id].routable,
+                .capabilities = workers[id].capabilities,
+                .package_format = workers[id].format,
+        };
         return true;
 }
 
@@ -540,6 +544,25 @@ static void test_move_repoint(void **state) {
         assert_int_equal(move_start_or_repoint(&moves, user_on("ned", 2), 2, "test", now), -ENOENT);
 }
 
+/* Across package formats (a deploy changed what the application packs) a user is re-pointed, never
+ * handed a package its new worker could misread; a plain move is refused. */
+static void test_move_repoint_across_formats(void **state) {
+        SurfaceUser *u;
+
+        workers[1].format = "shop-v1";
+        workers[2].format = "shop-v2";
+        u = user_on("ola", 1);
+        assert_int_equal(move_start(&moves, u, 2, "test", now), -EOPNOTSUPP);
+        assert_int_equal(move_start_or_repoint(&moves, u, 2, "test", now), 0);
+        assert_int_equal(u->worker, 2); /* quiet: re-pointed at once */
+        assert_true(ended.repointed);
+        assert_int_equal(n_sent, 0);    /* no snapshot asked for */
+        /* one format: live */
+        workers[2].format = "shop-v1";
+        assert_int_equal(move_start(&moves, user_on("pia", 1), 2, "test", now), 0);
+        assert_int_equal(n_sent, 1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_move_state_to_string),
@@ -553,6 +576,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_move_cancel, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_move_concurrent_and_done, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_move_repoint, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_move_repoint_across_formats, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

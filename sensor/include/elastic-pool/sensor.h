@@ -109,6 +109,14 @@ void ep_sensor_request_begin(ep_sensor *s);   /* an executor picked it up: queue
 void ep_sensor_request_end(ep_sensor *s);     /* done: busy-- */
 void ep_sensor_set_backlog(ep_sensor *s, uint64_t pending, uint64_t outbox);
 
+/* Names the format of the packages the snapshot callback makes and the install callback reads ("shop-v3",
+ * up to 128 printable characters), sent in the Hello. The commander moves a user live only between
+ * workers that name the same format: after a deploy that changed it, users are re-pointed (their state is
+ * not carried) instead of handed a package the new version cannot read. Set it before driving the
+ * sensor; NULL clears it. 0, -EINVAL (no sensor, or a name too long or with control characters),
+ * -ENOMEM. */
+int ep_sensor_set_package_format(ep_sensor *s, const char *format);
+
 /* cb NULL removes them. 0, or -EINVAL without a sensor. */
 int ep_sensor_set_user_callbacks(ep_sensor *s, const ep_sensor_user_callbacks *cb, void *userdata);
 void ep_sensor_set_drain_callback(ep_sensor *s, ep_sensor_drain_callback cb, void *userdata);
