@@ -22,7 +22,8 @@ const char ctl_usage[] =
         "  scale N               resize the pool to N workers once (the policies go on deciding)\n"
         "  compact               retire the least occupied worker now (its users moved off first)\n"
         "  retire WORKER         retire WORKER (its users moved off first)\n"
-        "  reload                re-read the group's configuration\n"
+        "  reload [--wait]       re-read the group's configuration; with --wait, until the workers a\n"
+        "                        changed worker definition replaces are replaced (rolling reload)\n"
         "\n"
         "Options:\n"
         "  -g, --group=GROUP     the group (default: the only one on the bus)\n"
@@ -95,6 +96,8 @@ static int parse_option(int argc, char *const *argv, int *i, CtlArgs *a, char *e
 
         if (strcmp(o, "--json") == 0)
                 a->json = true;
+        else if (strcmp(o, "--wait") == 0)
+                a->wait = true;
         else if (strcmp(o, "--user") == 0)
                 a->bus = BUS_API_USER;
         else if (strcmp(o, "--system") == 0)
@@ -203,6 +206,8 @@ int ctl_args_parse(int argc, char *const *argv, uid_t uid, CtlArgs *ret, char *e
         r = parse_operands(ops, n_ops, &a, error, size);
         if (r < 0)
                 return r;
+        if (a.wait && a.verb != CTL_RELOAD)
+                return usage_error(error, size, "--wait applies to reload, not '%s'", ctl_verb_to_string(a.verb));
         if (a.json && !ctl_verb_reads(a.verb))
                 return usage_error(error, size, "--json applies to status, workers and users, not '%s'",
                                    ctl_verb_to_string(a.verb));

@@ -43,6 +43,7 @@ typedef struct CtlArgs {
         CtlVerb verb;
         const char *group; /* NULL: the one group on the bus */
         bool json;
+        bool wait;        /* reload: until the rolling reload it started ended */
         BusApiKind bus;   /* BUS_API_USER or BUS_API_SYSTEM */
         const char *user; /* move */
         unsigned worker;  /* move, retire: wN */

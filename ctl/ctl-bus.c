@@ -405,10 +405,107 @@ int ctl_bus_retire(CtlBus *c, unsigned worker) {
         return r;
 }
 
-int ctl_bus_reload(CtlBus *c) {
-        int r = call(c, "reload", "Reload", NULL);
+typedef struct RollingReload {
+        int active;
+        char progress[256];
+        char last[256];
+        uint64_t ended;         /* done + stopped */
+        uint64_t stopped;
+} RollingReload;
 
-        if (r == CTL_EXIT_OK)
+static int read_rolling_reload(CtlBus *c, RollingReload *ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *progress, *last;
+        uint64_t done, stopped;
+        int r;
+
+        r = sd_bus_get_property(c->bus, c->name, BUS_API_PATH, BUS_API_INTERFACE, "RollingReload", &error, &reply,
+                                BUS_API_ROLLING_RELOAD_SIG);
+        if (r < 0)
+                return ctl_bus_error_exit(c, "reload --wait", &error, r);
+        r = sd_bus_message_read(reply, BUS_API_ROLLING_RELOAD_SIG, &ret->active, &progress, &last, &done, &stopped);
+        if (r < 0) {
+                fprintf(stderr, "elastic-poolctl: reload --wait: cannot read RollingReload: %s\n", strerror(-r));
+                return CTL_EXIT_FAILURE;
+        }
+        snprintf(ret->progress, sizeof ret->progress, "%s", progress);
+        snprintf(ret->last, sizeof ret->last, "%s", last);
+        ret->ended = done + stopped;
+        ret->stopped = stopped;
+        return CTL_EXIT_OK;
+}
+
+static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        *(bool *) userdata = true;
+        return 0;
+}
+
+/* Follows RollingReload until the one the reload started (before: its counters then) ended. */
+static int wait_rolling_reload(CtlBus *c, const RollingReload *before) {
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        RollingReload now = {};
+        bool changed = true;
+        char shown[256] = "";
+        int r;
+
+        r = sd_bus_match_signal(c->bus, &slot, NULL, BUS_API_PATH, "org.freedesktop.DBus.Properties",
+                                "PropertiesChanged", on_properties_changed, &changed);
+        if (r < 0) {
+                fprintf(stderr, "elastic-poolctl: cannot watch the group's properties: %s\n", strerror(-r));
+                return CTL_EXIT_FAILURE;
+        }
+        for (;;) {
+                if (changed) {
+                        changed = false;
+                        r = read_rolling_reload(c, &now);
+                        if (r != CTL_EXIT_OK)
+                                return r;
+                        if (!now.active)
+                                break;
+                        if (strcmp(shown, now.progress) != 0) {
+                                snprintf(shown, sizeof shown, "%s", now.progress);
+                                printf("Group %s: rolling reload %s\n", c->group, now.progress);
+                                fflush(stdout);
+                        }
+                }
+                r = sd_bus_process(c->bus, NULL);
+                if (r == 0)
+                        r = sd_bus_wait(c->bus, UINT64_MAX);
+                if (r < 0) {
+                        fprintf(stderr, "elastic-poolctl: lost the %s bus during the rolling reload: %s\n",
+                                kind_name(c), strerror(-r));
+                        return CTL_EXIT_FAILURE;
+                }
+        }
+        if (now.ended == before->ended) {
+                printf("Group %s: configuration reloaded; the worker definition did not change, no worker to "
+                       "replace\n", c->group);
+                return CTL_EXIT_OK;
+        }
+        if (now.stopped > before->stopped) {
+                fprintf(stderr, "elastic-poolctl: group %s: rolling reload stopped: %s\n", c->group, now.last);
+                return CTL_EXIT_FAILURE;
+        }
+        printf("Group %s: rolling reload done: %s\n", c->group, now.last);
+        return CTL_EXIT_OK;
+}
+
+int ctl_bus_reload(CtlBus *c, bool wait) {
+        RollingReload before = {};
+        int r;
+
+        if (wait) {
+                r = read_rolling_reload(c, &before);
+                if (r != CTL_EXIT_OK)
+                        return r;
+        }
+        r = call(c, "reload", "Reload", NULL);
+        if (r != CTL_EXIT_OK)
+                return r;
+        if (!wait) {
                 printf("Group %s: configuration reloaded\n", c->group);
-        return r;
+                return r;
+        }
+        return wait_rolling_reload(c, &before);
 }

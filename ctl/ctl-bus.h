@@ -35,4 +35,6 @@ int ctl_bus_move(CtlBus *c, const char *user, unsigned worker);
 int ctl_bus_scale(CtlBus *c, unsigned n);
 int ctl_bus_compact(CtlBus *c);
 int ctl_bus_retire(CtlBus *c, unsigned worker);
-int ctl_bus_reload(CtlBus *c);
+/* Reload(); with wait, follows the RollingReload property until the rolling reload it started ended
+ * (printing its steps), failing when it was stopped. */
+int ctl_bus_reload(CtlBus *c, bool wait);

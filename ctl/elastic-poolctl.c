@@ -45,7 +45,7 @@ static int run(CtlBus *c, const CtlArgs *a) {
         case CTL_RETIRE:
                 return ctl_bus_retire(c, a->worker);
         case CTL_RELOAD:
-                return ctl_bus_reload(c);
+                return ctl_bus_reload(c, a->wait);
         default:
                 return show(c, a);
         }

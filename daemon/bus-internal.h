@@ -16,6 +16,7 @@ typedef enum BusProperty {
         BUS_PROPERTY_DRAIN,
         BUS_PROPERTY_COUNTERS,
         BUS_PROPERTY_SCALE_TARGET,
+        BUS_PROPERTY_ROLLING_RELOAD,
         _BUS_PROPERTY_MAX,
         _BUS_PROPERTY_INVALID = -EINVAL,
 } BusProperty;
@@ -34,6 +35,7 @@ struct Bus {
         Pool *pool;
         Capacity *capacity;
         Compaction *compaction;
+        const Rollout *rollout;
         Surface *surface;
         const StatusView *status;
         int (*reload)(void *userdata, char **ret_error);
@@ -53,6 +55,8 @@ int bus_property_get_holds(sd_bus *bus, const char *path, const char *interface,
                            sd_bus_message *reply, void *userdata, sd_bus_error *error);
 int bus_property_get_drain(sd_bus *bus, const char *path, const char *interface, const char *property,
                            sd_bus_message *reply, void *userdata, sd_bus_error *error);
+int bus_property_get_rolling_reload(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                    sd_bus_message *reply, void *userdata, sd_bus_error *error);
 int bus_property_get_counters(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error);
 

@@ -13,6 +13,7 @@ static const char *const property_names[_BUS_PROPERTY_MAX] = {
         [BUS_PROPERTY_WORKERS] = "Workers",   [BUS_PROPERTY_USERS] = "Users",
         [BUS_PROPERTY_HOLDS] = "Holds",       [BUS_PROPERTY_DRAIN] = "Drain",
         [BUS_PROPERTY_COUNTERS] = "Counters", [BUS_PROPERTY_SCALE_TARGET] = "ScaleTarget",
+        [BUS_PROPERTY_ROLLING_RELOAD] = "RollingReload",
 };
 
 const char *bus_property_to_string(BusProperty p) {
@@ -171,6 +172,17 @@ int bus_property_get_drain(sd_bus *bus, const char *path, const char *interface,
                                      c->drains_stopped);
 }
 
+int bus_property_get_rolling_reload(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const Rollout *r = ((const Bus *) userdata)->rollout;
+
+        if (!r)
+                return sd_bus_message_append(reply, BUS_API_ROLLING_RELOAD_SIG, false, "", "", (uint64_t) 0,
+                                             (uint64_t) 0);
+        return sd_bus_message_append(reply, BUS_API_ROLLING_RELOAD_SIG, r->active, r->active ? r->progress : "",
+                                     r->last, r->done, r->stopped);
+}
+
 int bus_property_get_counters(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const Bus *b = userdata;
@@ -266,6 +278,12 @@ uint64_t bus_property_fingerprint(const Bus *b, BusProperty p) {
                 return MIX(h, b->moves);
         case BUS_PROPERTY_SCALE_TARGET:
                 return MIX(h, b->scale_target);
+        case BUS_PROPERTY_ROLLING_RELOAD:
+                if (!b->rollout)
+                        return h;
+                h = MIX(h, b->rollout->active);
+                h = MIX(h, b->rollout->done + b->rollout->stopped);
+                return mix_string(h, b->rollout->progress);
         default:
                 return 0;
         }

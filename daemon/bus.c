@@ -323,6 +323,8 @@ static const sd_bus_vtable group_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("ScaleTarget", "u", property_get_scale_target, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("RollingReload", BUS_API_ROLLING_RELOAD_SIG, bus_property_get_rolling_reload, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         /* every method checks its caller itself (check_privileged): sd-bus' own check trusts every
          * caller of a user bus */
         SD_BUS_METHOD_WITH_NAMES("ScaleTo", "u", SD_BUS_PARAM(workers), "", , method_scale_to,
@@ -470,6 +472,7 @@ int bus_new(const BusOptions *o, Bus **ret) {
                 .pool = o->pool,
                 .capacity = o->capacity,
                 .compaction = o->compaction,
+                .rollout = o->rollout,
                 .surface = o->surface,
                 .status = o->status,
                 .reload = o->reload,

@@ -48,6 +48,7 @@ typedef struct BusOptions {
         Pool *pool;
         Capacity *capacity;
         Compaction *compaction; /* the operator's entry points */
+        const Rollout *rollout; /* NULL: no rolling reloads to show */
         Surface *surface;
         const StatusView *status; /* what the front end measured (inflight) */
         /* Re-reads the configuration. 0, or -errno with a malloc()ed message in *ret_error. NULL: Reload()

@@ -67,7 +67,9 @@ static void policy_worker_judge(const Capacity *c, const Worker *w, const Freshn
                 .id = w->id,
                 .reception = w == c->pool->reception,
                 .routable = w->state == WORKER_ROUTABLE || w->state == WORKER_DRAINING,
-                .retiring = w->state == WORKER_DRAINING || w->evacuating,
+                /* one a rolling reload replaces is on its way out too: compaction waits for it */
+                .retiring = w->state == WORKER_DRAINING || w->evacuating || worker_outdated(w),
+                .outdated = worker_outdated(w),
                 .occupancy = w->reading.occupancy.value,
                 .users = capacity_worker_users(c, w),
         };

@@ -71,7 +71,7 @@ static void drain_finish(Compaction *c, Worker *w, usec_t now) {
                    "Compaction: %s; retiring it", c->last);
         c->failures = 0;
         c->drains_done++;
-        snprintf(why, sizeof why, "%s: its users moved", c->drain.asked ? "operator retire" : "compaction");
+        snprintf(why, sizeof why, "%s: its users moved", c->drain.why);
         drain_clear(c);
         pool_set_evacuating(c->pool, w, false);
         pool_retire_worker(c->pool, w, why);
@@ -208,7 +208,8 @@ static int drain_begin(Compaction *c, Worker *w, const char *why, bool asked, us
 
         if (c->drain.worker != 0)
                 return -EBUSY;
-        if (!worker_takes_users(w) || w == c->pool->reception)
+        /* routable and not drained yet; an outdated one (a rolling reload) takes no users, but drains */
+        if (!worker_is_routable(w) || w->evacuating || w == c->pool->reception)
                 return -ENOENT;
         copy = strdup(why);
         if (!copy)
@@ -291,16 +292,22 @@ int compaction_now(Compaction *c, char *why, size_t why_size, usec_t now) {
         return drain_and_step(c, w, "operator compaction", now);
 }
 
-int compaction_retire(Compaction *c, unsigned worker, usec_t now) {
+int compaction_replace(Compaction *c, unsigned worker, const char *why, usec_t now) {
         Worker *w = pool_get_worker(c->pool, worker);
 
         if (!w || !worker_is_routable(w))
                 return -ENOENT;
         if (w == c->pool->reception)
                 return -EPERM;
-        if (surface_worker_users(c->surface, w->id) == 0 && c->drain.worker == 0) {
-                pool_retire_worker(c->pool, w, "operator retire");
+        if (c->drain.worker != 0)
+                return -EBUSY;
+        if (surface_worker_users(c->surface, w->id) == 0) {
+                pool_retire_worker(c->pool, w, why);
                 return 0;
         }
-        return drain_and_step(c, w, "operator retire", now);
+        return drain_and_step(c, w, why, now);
+}
+
+int compaction_retire(Compaction *c, unsigned worker, usec_t now) {
+        return compaction_replace(c, worker, "operator retire", now);
 }

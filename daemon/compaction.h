@@ -82,3 +82,5 @@ int compaction_now(Compaction *c, char *why, size_t why_size, usec_t now);
 /* Retires worker after moving its users off. -ENOENT when it is not a routable worker, -EPERM for the
  * reception (it hands its role on only when it leaves), -EBUSY while another drain runs. */
 int compaction_retire(Compaction *c, unsigned worker, usec_t now);
+/* The same for the rolling reload, journaled with why. */
+int compaction_replace(Compaction *c, unsigned worker, const char *why, usec_t now);

@@ -97,6 +97,22 @@ BackendKind backend_kind_from_string(const char *s) {
         return _BACKEND_KIND_INVALID;
 }
 
+static const char *const reload_state_table[_RELOAD_STATE_MAX] = {
+        [RELOAD_STATE_REPOINT] = "repoint",
+        [RELOAD_STATE_REQUIRE_COMPATIBLE] = "require-compatible",
+};
+
+const char *reload_state_to_string(ReloadState s) {
+        return s >= 0 && s < _RELOAD_STATE_MAX ? reload_state_table[s] : NULL;
+}
+
+ReloadState reload_state_from_string(const char *s) {
+        for (ReloadState k = 0; s && k < _RELOAD_STATE_MAX; k++)
+                if (streq(s, reload_state_table[k]))
+                        return k;
+        return _RELOAD_STATE_INVALID;
+}
+
 typedef enum ValueType {
         VALUE_EXEC,
         VALUE_SIZE,
@@ -104,6 +120,7 @@ typedef enum ValueType {
         VALUE_UINT32,
         VALUE_DOUBLE,
         VALUE_BACKEND,
+        VALUE_RELOAD_STATE,
         VALUE_MAX_WORKERS, /* uint32, 0/""/"unbounded" = unbounded */
         VALUE_LISTEN,
         VALUE_ADMIN_LISTEN,
@@ -147,6 +164,8 @@ static const KeyInfo key_table[_CONFIG_KEY_MAX] = {
         KEY(MOVE_TIMEOUT, "pool", move_timeout, VALUE_DURATION, RULE_NONE),
         KEY(READOPT, "pool", readopt, VALUE_BOOL, RULE_NONE),
         KEY(ADOPT_TIMEOUT, "pool", adopt_timeout, VALUE_DURATION, RULE_POSITIVE),
+        KEY(RELOAD_STATE, "pool", reload_state, VALUE_RELOAD_STATE, RULE_NONE),
+        KEY(RELOAD_TIMEOUT, "pool", reload_timeout, VALUE_DURATION, RULE_POSITIVE),
         KEY(RECEPTION_THRESHOLD, "policy", reception_threshold, VALUE_DOUBLE, RULE_FRACTION),
         KEY(ADMISSION_THRESHOLD, "policy", admission_threshold, VALUE_DOUBLE, RULE_FRACTION),
         KEY(COMPACTION_MARGIN, "policy", compaction_margin, VALUE_DOUBLE, RULE_AT_LEAST_ONE),
@@ -645,6 +664,8 @@ int config_init_defaults(Config *c) {
                 .stop_timeout = 10 * USEC_PER_SEC,
                 .readopt = true,
                 .adopt_timeout = 15 * USEC_PER_SEC,
+                .reload_state = RELOAD_STATE_REPOINT,
+                .reload_timeout = 10 * 60 * USEC_PER_SEC,
                 .reception_threshold = 0.5,
                 .admission_threshold = 0.8,
                 .compaction_margin = 1.5,
@@ -779,6 +800,10 @@ static int validate_key(const Config *c, ConfigKey k, const char *shown, char **
         case VALUE_BACKEND:
                 if (!backend_kind_to_string(c->backend))
                         return key_error(c, k, ret_error, "%d is not a backend", (int) c->backend);
+                return 0;
+        case VALUE_RELOAD_STATE:
+                if (!reload_state_to_string(c->reload_state))
+                        return key_error(c, k, ret_error, "%d is not a reload state", (int) c->reload_state);
                 return 0;
         case VALUE_LISTEN:
                 return validate_listen(c, ret_error);
@@ -1120,6 +1145,13 @@ static int parse_value(Parser *p, ConfigKey k, const char *value) {
                 if (parse_boolean(value, key_field(c, k)) < 0)
                         return parser_fail(p, ki->section, ki->name,
                                            "'%s' is not a boolean (yes/no, true/false, on/off, 1/0)",
+                                           shorten(value, buf, sizeof(buf)));
+                return 0;
+        }
+        if (ki->type == VALUE_RELOAD_STATE) {
+                c->reload_state = reload_state_from_string(value);
+                if (c->reload_state < 0)
+                        return parser_fail(p, ki->section, ki->name, "'%s' is not one of repoint, require-compatible",
                                            shorten(value, buf, sizeof(buf)));
                 return 0;
         }

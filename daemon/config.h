@@ -26,6 +26,18 @@ const char *backend_kind_to_string(BackendKind k);
 /* The kind, or _BACKEND_KIND_INVALID for anything else (NULL included). */
 BackendKind backend_kind_from_string(const char *s);
 
+/* What a rolling reload does with a user whose worker and new worker name different package formats. */
+typedef enum ReloadState {
+        RELOAD_STATE_REPOINT,            /* re-point it: it starts over on the new version */
+        RELOAD_STATE_REQUIRE_COMPATIBLE, /* keep it on the old worker until it leaves or reload_timeout */
+        _RELOAD_STATE_MAX,
+        _RELOAD_STATE_INVALID = -EINVAL,
+} ReloadState;
+
+/* "repoint", "require-compatible"; NULL for an out-of-range value. */
+const char *reload_state_to_string(ReloadState s);
+ReloadState reload_state_from_string(const char *s);
+
 /* Every key of the file. Key names are unique across sections, so a key alone names it. */
 typedef enum ConfigKey {
         CONFIG_KEY_EXEC,
@@ -42,6 +54,8 @@ typedef enum ConfigKey {
         CONFIG_KEY_MOVE_TIMEOUT,
         CONFIG_KEY_READOPT,
         CONFIG_KEY_ADOPT_TIMEOUT,
+        CONFIG_KEY_RELOAD_STATE,
+        CONFIG_KEY_RELOAD_TIMEOUT,
         CONFIG_KEY_RECEPTION_THRESHOLD,
         CONFIG_KEY_ADMISSION_THRESHOLD,
         CONFIG_KEY_COMPACTION_MARGIN,
@@ -102,6 +116,8 @@ typedef struct Config {
         usec_t move_timeout;      /* 0 = hold_timeout / 2: a live move gives up past it */
         bool readopt;             /* yes: workers outlive a commander crash and the next one takes them back */
         usec_t adopt_timeout;     /* 15 s: a re-adopted worker's sensor must reconnect within it */
+        ReloadState reload_state; /* repoint */
+        usec_t reload_timeout;    /* 10 min: a rolling reload still running then retires what is left */
 
         /* [policy] */
         double reception_threshold; /* 0.5 */

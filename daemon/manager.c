@@ -133,16 +133,17 @@ static void notify_status(Manager *m) {
 }
 
 /* What a reload changes besides the Config itself, which every module reads where it uses it. */
-static void apply_config(Manager *m, const char *old_exec) {
+static void apply_config(Manager *m, const char *old_exec, uint64_t old_memory_limit) {
         int r;
 
         capacity_setup_parameters(&m->capacity);
         m->moves.timeout = config_move_timeout(&m->config);
-        if (!streq_ptr(old_exec, m->config.exec_line)) {
+        if (!streq_ptr(old_exec, m->config.exec_line) || old_memory_limit != m->config.memory_limit) {
                 m->pool.exec_generation++;
-                log_notice("[worker] exec changed to %s: workers spawned from now on run it; the %zu running keep "
-                           "the old command until they are replaced",
-                           m->config.exec_line, m->pool.n_workers);
+                log_notice("The worker definition changed ([worker] exec %s, memory_limit %llu): the %zu running "
+                           "workers are replaced one at a time",
+                           m->config.exec_line, (unsigned long long) m->config.memory_limit, m->pool.n_workers);
+                rollout_start(&m->rollout, now_usec(CLOCK_MONOTONIC));
         }
         if (m->frontend) {
                 r = frontend_reload(m->frontend);
@@ -154,6 +155,7 @@ static void apply_config(Manager *m, const char *old_exec) {
 
 int manager_reload(Manager *m, char **ret_error) {
         _cleanup_free_ char *error = NULL, *old_exec = NULL, *path = NULL;
+        uint64_t old_memory_limit = m->config.memory_limit;
         int r;
 
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%llu",
@@ -172,7 +174,7 @@ int manager_reload(Manager *m, char **ret_error) {
                 free(m->reload_error);
                 m->reload_error = strdup(error ? error : strerror(-r));
         } else {
-                apply_config(m, old_exec);
+                apply_config(m, old_exec, old_memory_limit);
                 m->reload_error = mfree(m->reload_error);
                 log_struct(LOG_NOTICE, LOG_FIELDS(.message_id = MESSAGE_ID_RELOAD, .event = "reload"),
                            "Reloaded the configuration from %s", m->config.path);
@@ -334,6 +336,7 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
                         .pool = &m->pool,
                         .capacity = &m->capacity,
                         .compaction = &m->compaction,
+                        .rollout = &m->rollout,
                         .surface = &m->surface,
                         .status = &m->status,
                         .reload = reload_from_bus,
@@ -359,6 +362,7 @@ Manager *manager_free(Manager *m) {
         /* the front end first: its connections end, and with them every exchange held or open */
         m->frontend = frontend_free(m->frontend);
         m->frontend_hooks = NULL;
+        rollout_done(&m->rollout);
         relief_done(&m->relief);
         compaction_done(&m->compaction);
         moves_done(&m->moves);
@@ -449,6 +453,7 @@ static void on_worker_routable(Worker *w, void *userdata) {
         if (m->pool.adopting == 0) {
                 capacity_check(&m->capacity);
                 compaction_step(&m->compaction, now_usec(CLOCK_MONOTONIC));
+                rollout_step(&m->rollout, now_usec(CLOCK_MONOTONIC));
         }
         manager_write_status(m);
 }
@@ -481,6 +486,7 @@ static void on_report(Worker *w, Row *row, void *userdata) {
 
         capacity_take_row(&m->capacity, w, row);
         compaction_step(&m->compaction, row->received);
+        rollout_step(&m->rollout, row->received);
         relief_report(&m->relief, w, m->compaction.drain.worker != 0, row->received);
 }
 
@@ -497,6 +503,7 @@ static void on_pool_changed(Pool *p, void *userdata) {
                 return; /* on_adopted judges the pool once every worker taken back is */
         capacity_check(&m->capacity);
         compaction_step(&m->compaction, now_usec(CLOCK_MONOTONIC));
+        rollout_step(&m->rollout, now_usec(CLOCK_MONOTONIC));
         manager_write_status(m);
 }
 
@@ -598,6 +605,7 @@ static void move_ended(const MoveEnd *e, void *userdata) {
 
         compaction_move_ended(&m->compaction, e, now);
         relief_move_ended(&m->relief, e, now);
+        rollout_step(&m->rollout, now);
         bus_user_moved(m->bus, e);
 }
 
@@ -643,12 +651,14 @@ void manager_wire(Manager *m) {
         };
         compaction_init(&m->compaction, &m->pool, &m->capacity, &m->surface, &m->moves);
         relief_init(&m->relief, &m->pool, &m->capacity, &m->surface, &m->moves);
+        rollout_init(&m->rollout, &m->pool, &m->compaction, &m->surface);
         m->status = (StatusView) {
                 .group = m->group,
                 .pool = &m->pool,
                 .capacity = &m->capacity,
                 .compaction = &m->compaction,
                 .relief = &m->relief,
+                .rollout = &m->rollout,
                 .reload_error = &m->reload_error,
         };
 }

@@ -19,6 +19,7 @@
 #include "placement.h"
 #include "pool.h"
 #include "relief.h"
+#include "rollout.h"
 #include "status.h"
 #include "surface.h"
 
@@ -34,6 +35,7 @@ typedef struct Manager {
         Moves moves;          /* live moves of users between workers */
         Compaction compaction; /* drains a worker by moving its users off, then retires it */
         Relief relief;        /* a worker over admission hands its heaviest users to one with room */
+        Rollout rollout;      /* a reload that changed the worker definition replaces the workers */
         Placement placement;  /* the commander's answers to the front end */
         StatusView status;    /* what status.json, the admin listener (and later D-Bus) read */
 

@@ -149,8 +149,12 @@ static void snapshot(Move *mv, usec_t now) {
                 abort_move(mv, false, "cannot reach the source worker's channel", now);
 }
 
+static void install(Move *mv, const ProtobufCBinaryData *blob, usec_t now);
+
 static void quiesced(Move *mv, usec_t now) {
-        if (mv->repoint)
+        if (mv->fresh)
+                install(mv, NULL, now); /* B starts it over: there is no package it could read */
+        else if (mv->repoint)
                 repoint(mv, now);
         else
                 snapshot(mv, now);
@@ -185,7 +189,8 @@ static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 /* Live when A can snapshot and B install, in one package format; a re-point (when allowed) when A keeps
  * no state to carry, or B could not read A's package (a deploy changed the format): the user starts over
  * on B rather than get state B misreads. */
-static int move_kind(Moves *m, const SurfaceUser *u, unsigned to, bool repoint_ok, bool *ret_repoint) {
+static int move_kind(Moves *m, const SurfaceUser *u, unsigned to, bool repoint_ok, bool *ret_repoint,
+                     bool *ret_fresh) {
         MoveWorker a = {}, b = {};
 
         if (u->move)
@@ -195,17 +200,20 @@ static int move_kind(Moves *m, const SurfaceUser *u, unsigned to, bool repoint_o
                 return -ENOENT;
         *ret_repoint = !can(a.capabilities, ELASTIC_POOL__CAPABILITY__CAPABILITY_SNAPSHOT_USERS) ||
                        !streq_ptr(a.package_format, b.package_format);
+        /* across formats B is told the user arrives without state, when it can be told anything */
+        *ret_fresh = *ret_repoint && can(a.capabilities, ELASTIC_POOL__CAPABILITY__CAPABILITY_SNAPSHOT_USERS) &&
+                     can(b.capabilities, ELASTIC_POOL__CAPABILITY__CAPABILITY_INSTALL_USERS);
         if (*ret_repoint)
                 return repoint_ok ? 0 : -EOPNOTSUPP;
         return can(b.capabilities, ELASTIC_POOL__CAPABILITY__CAPABILITY_INSTALL_USERS) ? 0 : -EOPNOTSUPP;
 }
 
 static int start(Moves *m, SurfaceUser *u, unsigned to, const char *why, bool repoint_ok, usec_t now) {
-        bool repoint = false;
+        bool repoint = false, fresh = false;
         Move *mv;
         int r;
 
-        r = move_kind(m, u, to, repoint_ok, &repoint);
+        r = move_kind(m, u, to, repoint_ok, &repoint, &fresh);
         if (r < 0)
                 return r;
         mv = calloc(1, sizeof *mv);
@@ -219,6 +227,7 @@ static int start(Moves *m, SurfaceUser *u, unsigned to, const char *why, bool re
                 .to = to,
                 .state = MOVE_QUIESCE,
                 .repoint = repoint,
+                .fresh = fresh,
                 .started = now,
                 .why = strdup(why),
                 .next = m->list,
@@ -265,12 +274,34 @@ static Move *find(Moves *m, uint64_t id) {
         return NULL;
 }
 
-static void on_package(Moves *m, unsigned worker, const ElasticPool__Package *p, usec_t now) {
-        ElasticPool__Install install = ELASTIC_POOL__INSTALL__INIT;
+/* Sends the package (NULL: none, the user starts fresh on B) to B and waits for its InstallResult. */
+static void install(Move *mv, const ProtobufCBinaryData *blob, usec_t now) {
+        ElasticPool__Install req = ELASTIC_POOL__INSTALL__INIT;
         Frame f = ELASTIC_POOL__FRAME__INIT;
+        int r;
+
+        mv->state = MOVE_INSTALL;
+        mv->bytes = blob ? blob->len : 0;
+        req.has_move_id = true;
+        req.move_id = mv->id;
+        req.user = mv->user->name;
+        req.has_blob = blob != NULL;
+        if (blob)
+                req.blob = *blob;
+        f.body_case = ELASTIC_POOL__FRAME__BODY_INSTALL;
+        f.install = &req;
+        r = send_frame(mv->moves, mv->to, &f);
+        /* a channel backed up (channel.c queues at most 64 MiB) is a slow target, not a broken one */
+        if (r == -ENOBUFS)
+                abort_move(mv, false, "the target worker's channel is backed up (too much queued for it)",
+                           now);
+        else if (r < 0)
+                abort_move(mv, true, "cannot reach the target worker's channel", now);
+}
+
+static void on_package(Moves *m, unsigned worker, const ElasticPool__Package *p, usec_t now) {
         Move *mv = p->has_move_id ? find(m, p->move_id) : NULL;
         char why[256];
-        int r;
 
         if (!mv || mv->state != MOVE_SNAPSHOT || worker != mv->from) {
                 log_debug("Ignoring a stray package from w%u (move %llu)", worker,
@@ -282,22 +313,7 @@ static void on_package(Moves *m, unsigned worker, const ElasticPool__Package *p,
                 abort_move(mv, false, why, now);
                 return;
         }
-        mv->state = MOVE_INSTALL;
-        mv->bytes = p->blob.len;
-        install.has_move_id = true;
-        install.move_id = mv->id;
-        install.user = mv->user->name;
-        install.has_blob = true;
-        install.blob = p->blob;
-        f.body_case = ELASTIC_POOL__FRAME__BODY_INSTALL;
-        f.install = &install;
-        r = send_frame(m, mv->to, &f);
-        /* a channel backed up (channel.c queues at most 64 MiB) is a slow target, not a broken one */
-        if (r == -ENOBUFS)
-                abort_move(mv, false, "the target worker's channel is backed up (too much queued for it)",
-                           now);
-        else if (r < 0)
-                abort_move(mv, true, "cannot reach the target worker's channel", now);
+        install(mv, &p->blob, now);
 }
 
 static void on_install_result(Moves *m, unsigned worker, const ElasticPool__InstallResult *res, usec_t now) {
@@ -333,7 +349,7 @@ static void on_install_result(Moves *m, unsigned worker, const ElasticPool__Inst
         f.body_case = ELASTIC_POOL__FRAME__BODY_DROP;
         f.drop = &drop;
         (void) send_frame(m, from, &f);
-        finish(mv, true, false, "done", now);
+        finish(mv, true, false, mv->fresh ? "re-pointed" : "done", now);
 }
 
 void move_on_frame(Moves *m, unsigned worker, const Frame *f, usec_t now) {

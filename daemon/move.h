@@ -41,6 +41,8 @@ struct Move {
         unsigned from, to;
         MoveState state;
         bool repoint;   /* A keeps no state to carry: switch once quiesced, no snapshot, no install */
+        bool fresh;     /* a re-point across package formats: B is told to start the user fresh (an
+                         * Install without a package) before the switch */
         usec_t started; /* the user's flag went up: its pause starts */
         uint64_t bytes; /* the package's size, once A sent it */
         sd_event_source *timer;
@@ -53,7 +55,7 @@ typedef struct MoveEnd {
         const char *user;    /* valid during the call only */
         unsigned from, to;
         bool switched;       /* the user lives on `to` now */
-        bool repointed;      /* switched without its state (A cannot snapshot users) */
+        bool repointed;      /* switched without its state (A cannot snapshot users, or another format) */
         bool target_failed;  /* aborted for the target's sake (silent, refused, unreachable, gone) */
         uint64_t bytes;      /* package size; 0 for a re-point or before A answered */
         usec_t pause;        /* the user's requests were held from the flag to this end */

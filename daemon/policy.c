@@ -107,6 +107,7 @@ typedef struct Survey {
 static void survey_other(Survey *s, const PolicyWorker *w, double admission, double *room, double *least) {
         if (w->retiring) {
                 s->retiring++;
+                s->live += w->outdated;
                 if (!s->first_retiring)
                         s->first_retiring = w;
         } else {

@@ -20,6 +20,8 @@ typedef struct PolicyWorker {
         bool reception; /* the group's reception (its first routable worker) */
         bool routable;  /* false: a spawn in flight */
         bool retiring;  /* draining or stopping: takes no new users, leaves the ledger */
+        bool outdated;  /* retiring because a rolling reload replaces it: still counts for min_workers, or
+                         * the floor would spawn every replacement at once */
         Freshness freshness;
         usec_t since;        /* when the reading stopped being fresh (for held reasons) */
         const char *missing; /* for FRESHNESS_MISSING: the missing components, e.g. "cpu,memory" */

@@ -95,11 +95,12 @@ void pool_pick_reception(Pool *p) {
 
         pool_changed(p);
         p->reception = NULL;
-        /* a worker whose users are moving off is the last choice: becoming the reception ends its drain */
+        /* a worker whose users are moving off, or one a rolling reload replaces, is the last choice */
         for (int pass = 0; pass < 2 && !p->reception; pass++)
                 for (size_t i = 0; i < p->n_workers && !p->reception; i++) {
                         Worker *w = p->workers[i];
-                        if (w != old && worker_is_routable(w) && (pass > 0 || !w->evacuating))
+                        if (w != old && worker_is_routable(w) &&
+                            (pass > 0 || (!w->evacuating && !worker_outdated(w))))
                                 p->reception = w;
                 }
         if (p->reception)
@@ -124,6 +125,7 @@ static void arm_timer(Pool *p, Worker *w, usec_t delay, sd_event_time_handler_t 
 }
 
 static void spawn_failed(Pool *p, Worker *w, const char *what) {
+        p->spawn_failures++;
         spawn_throttle_failed(&p->throttle, w->id, what, p->config->path, now_usec(CLOCK_MONOTONIC));
 }
 
@@ -385,6 +387,7 @@ int pool_spawn(Pool *p, const char *reason) {
         return 0;
 
 fail:
+        p->spawn_failures++;
         spawn_throttle_failed_early(&p->throttle, w->id, what, p->config->path, now_usec(CLOCK_MONOTONIC));
         if (w->socket_path)
                 (void) unlink(w->socket_path);
@@ -743,6 +746,16 @@ void pool_set_evacuating(Pool *p, Worker *w, bool on) {
                 return;
         w->evacuating = on;
         pool_changed(p);
+}
+
+void pool_set_rolling(Pool *p, bool on) {
+        if (p->rolling == on)
+                return;
+        p->rolling = on;
+        pool_changed(p);
+        /* guests land on the new version as soon as there is one */
+        if (on && p->reception && worker_outdated(p->reception))
+                pool_pick_reception(p);
 }
 
 void pool_worker_drained(Pool *p, Worker *w) {

@@ -64,7 +64,8 @@ typedef struct Pool {
          * a worker's staleness horizon): what a summary of the pool was built at tells whether it still
          * holds. */
         uint64_t generation;
-        unsigned exec_generation; /* bumped when a reload changed [worker] exec */
+        unsigned exec_generation; /* bumped when a reload changed the worker definition ([worker]) */
+        bool rolling;           /* a rolling reload has a routable newer worker: outdated ones take no users */
         usec_t changed_at;      /* a worker became routable or left: the survivors' windows are settling */
 
         /* re-adoption: the channel socket sensors reconnect to, and the workers still awaited */
@@ -76,7 +77,7 @@ typedef struct Pool {
         SpawnThrottle throttle;
         bool stopping;
         bool warned_fork;       /* said once that clone3 is missing */
-        uint64_t reports_received, spawns, deaths;
+        uint64_t reports_received, spawns, deaths, spawn_failures;
 
         const PoolHooks *hooks;
         void *userdata;
@@ -112,6 +113,10 @@ void pool_retire_worker(Pool *p, Worker *w, const char *why);
 /* w stops (on) or starts again (off) taking new users while it stays routable for the ones it has: a
  * drain moving them off. */
 void pool_set_evacuating(Pool *p, Worker *w, bool on);
+/* A rolling reload has (on) or no longer has (off) a routable worker of the current definition: the
+ * outdated ones take no new users and the reception passes to a current one (on), or all take users
+ * again (off). */
+void pool_set_rolling(Pool *p, bool on);
 /* A draining worker's last open request ended: it stops now. */
 void pool_worker_drained(Pool *p, Worker *w);
 

@@ -149,6 +149,24 @@ static const char *hold_text(const Hold *h, char *buf, size_t size) {
         return buf;
 }
 
+static void write_rollout(FILE *f, const Rollout *r) {
+        fputs("\"rolling_reload\":", f);
+        if (r->active) {
+                fprintf(f, "{\"old_workers\":%u,\"of\":%u,\"draining\":%u,\"progress\":", rollout_old_workers(r),
+                        r->total, r->compaction->drain.worker);
+                json_write_string(f, r->progress);
+                fputs("}", f);
+        } else
+                fputs("null", f);
+        fputs(",\"last_rolling_reload\":", f);
+        if (r->last[0])
+                json_write_string(f, r->last);
+        else
+                fputs("null", f);
+        fprintf(f, ",\"rolling_reloads_done\":%llu,\"rolling_reloads_stopped\":%llu,", (unsigned long long) r->done,
+                (unsigned long long) r->stopped);
+}
+
 void status_line(const StatusView *v, char *buf, size_t size) {
         const char *reload_error = v->reload_error ? *v->reload_error : NULL;
         _cleanup_free_ char *text = NULL;
@@ -176,6 +194,8 @@ void status_line(const StatusView *v, char *buf, size_t size) {
         if (v->compaction && v->compaction->drain.worker)
                 fprintf(f, "; draining w%u (%u users left)", v->compaction->drain.worker,
                         surface_worker_users(v->compaction->surface, v->compaction->drain.worker));
+        if (v->rollout && v->rollout->active)
+                fprintf(f, "; reload %s", v->rollout->progress[0] ? v->rollout->progress : "starting");
         if (reload_error)
                 fprintf(f, "; reload failed, running on the previous configuration: %s", reload_error);
         if (fclose(f) != 0 || !text) {
@@ -207,6 +227,8 @@ int status_write(const StatusView *v, FILE *f) {
                 write_compaction(f, v->compaction, now);
         if (v->relief)
                 write_relief(f, v->relief);
+        if (v->rollout)
+                write_rollout(f, v->rollout);
         fputs("\"reload_error\":", f);
         if (v->reload_error && *v->reload_error)
                 json_write_string(f, *v->reload_error);

@@ -13,6 +13,7 @@
 #include "frontend-port.h"
 #include "pool.h"
 #include "relief.h"
+#include "rollout.h"
 
 /* What the status surfaces read: the manager's parts, and the front end through its hooks. */
 typedef struct StatusView {
@@ -21,6 +22,7 @@ typedef struct StatusView {
         Capacity *capacity;
         const Compaction *compaction;  /* NULL: no drains to show */
         const Relief *relief;          /* NULL: no relief rounds to show */
+        const Rollout *rollout;        /* NULL: no rolling reloads to show */
         char *const *reload_error;     /* where the last reload's failure is kept (NULL: nowhere) */
         const FrontendHooks *frontend; /* NULL without a front end */
         void *frontend_data;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "worker.h"
 
+#include "pool.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -84,8 +86,12 @@ bool worker_is_routable(const Worker *w) {
         return w->state == WORKER_ROUTABLE;
 }
 
+bool worker_outdated(const Worker *w) {
+        return w->pool && w->pool->rolling && w->exec_generation != w->pool->exec_generation;
+}
+
 bool worker_takes_users(const Worker *w) {
-        return w->state == WORKER_ROUTABLE && !w->evacuating;
+        return w->state == WORKER_ROUTABLE && !w->evacuating && !worker_outdated(w);
 }
 
 bool worker_in_policy(const Worker *w) {

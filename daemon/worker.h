@@ -97,7 +97,10 @@ const char *worker_name(const Worker *w, char *buf, size_t size);
 bool worker_is_alive(const Worker *w);
 /* Serves requests: routable (an evacuating worker still serves the users it has). */
 bool worker_is_routable(const Worker *w);
-/* Takes new users: routable, not retiring and not evacuating. */
+/* Runs an older worker definition while a rolling reload replaces it with a routable newer one: it
+ * serves its users and takes no new ones. */
+bool worker_outdated(const Worker *w);
+/* Takes new users: routable, not retiring, not evacuating, not outdated. */
 bool worker_takes_users(const Worker *w);
 /* In the policies' world: alive and not yet stopping (starting, probing, routable, draining). */
 bool worker_in_policy(const Worker *w);

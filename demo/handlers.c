@@ -396,7 +396,8 @@ static int on_install(void *userdata, const char *user, const void *blob, size_t
         if (app->faults.install_error)
                 return log_warning_errno(EPERM, "Refused to install user '%s' (%zu bytes): --install-error",
                                          user, size);
-        r = user_store_install(app->users, user, blob, size);
+        /* no package: a user re-pointed from another version, whose state this one cannot read */
+        r = blob ? user_store_install(app->users, user, blob, size) : user_store_login(app->users, user);
         if (r < 0)
                 return log_warning_errno(r, "Refused to install user '%s' (%zu bytes): %m", user, size);
         log_info("Installed user '%s' (%zu bytes)", user, size);

@@ -449,12 +449,11 @@ static int on_install(ChannelClient *c, const ElasticPool__Install *m) {
         res.user = m->user;
         if (!m->user)
                 snprintf(error, sizeof error, "install names no user");
-        else if (!m->has_blob)
-                snprintf(error, sizeof error, "install of user '%s' carries no package", m->user);
         else if (!cb.install)
                 snprintf(error, sizeof error, "this worker cannot install users (no install callback)");
         else {
-                r = cb.install(userdata, m->user, m->blob.data, m->blob.len);
+                /* no package: the user arrives without state, to be started fresh */
+                r = cb.install(userdata, m->user, m->has_blob ? m->blob.data : NULL, m->has_blob ? m->blob.len : 0);
                 if (r < 0)
                         describe_failure(error, sizeof error, "install", m->user, r);
         }

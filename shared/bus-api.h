@@ -44,6 +44,9 @@
 #define BUS_API_DRAIN_SIG "(ubtuuuuusstt)"
 /* Counters: (tttt): reports received, spawns, deaths, moves that switched a user (since start). */
 #define BUS_API_COUNTERS_SIG "(tttt)"
+/* RollingReload: (bsstt): a rolling reload under way, its progress ("2/3: moving 17 users off w3"), how
+ * the last one ended ("" before the first), rolling reloads done, stopped. */
+#define BUS_API_ROLLING_RELOAD_SIG "(bsstt)"
 
 typedef enum BusApiKind {
         BUS_API_NONE,

@@ -187,6 +187,15 @@ printf '[policy]\nadmission_threshold = 7\n' >>"$EP_CONF"
 rc=0; ctl reload 2>"$EP_TMP/err" || rc=$?
 ((rc == 1)) && grep -q "admission_threshold" "$EP_TMP/err" || fail "a broken file: exit $rc, $(cat "$EP_TMP/err")"
 cp "$EP_TMP/good.conf" "$EP_CONF"
+# reload --wait: nothing to replace, then a changed worker definition followed to its end
+ctl reload --wait >"$EP_TMP/out" 2>"$EP_TMP/err" || fail "reload --wait: exit $?, $(cat "$EP_TMP/err")"
+grep -q "no worker to replace" "$EP_TMP/out" || fail "reload --wait without a change: $(cat "$EP_TMP/out")"
+sed -i "s|^exec = .*|exec = $DEMO_WORKER --threads 3|" "$EP_CONF"
+timeout 60 "$CTL" --user reload --wait >"$EP_TMP/out" 2>"$EP_TMP/err" || fail "reload --wait: exit $?, $(cat "$EP_TMP/err")"
+grep -qE "rolling reload done: [0-9]+ workers replaced" "$EP_TMP/out" || fail "reload --wait said: $(cat "$EP_TMP/out")"
+note "reload --wait: $(tr '\n' ';' <"$EP_TMP/out")"
+busctl --user get-property "$name" "$path" "$iface" RollingReload | grep -qE '^\(bsstt\) false "" ".*workers replaced" 1 0' ||
+        fail "RollingReload reads $(busctl --user get-property "$name" "$path" "$iface" RollingReload)"
 rc=0; ctl -g "nosuch$$" status 2>"$EP_TMP/err" || rc=$?
 ((rc == 3)) && grep -q "group 'nosuch$$' is not running" "$EP_TMP/err" || fail "a group not running: exit $rc"
 rc=0; ctl scale 2>/dev/null || rc=$?

@@ -15,3 +15,10 @@ foreach(t growth)
         # scale-up and relief act on measured occupancy: alone on the machine
         set_tests_properties(integration/relief-${t} PROPERTIES RUN_SERIAL TRUE)
 endforeach()
+# Rolling reload with real users under load: 60 users, three reloads (same format, new format, a
+# command that cannot start). tests/integration/rolling-*.sh (users: tests/integration/rolling-users.py)
+foreach(t reload)
+        ep_integration_test(rolling-${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/rolling-${t}.sh TIMEOUT 400
+                LABELS compaction rolling)
+        set_tests_properties(integration/rolling-${t} PROPERTIES RUN_SERIAL TRUE)
+endforeach()

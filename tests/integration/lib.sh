@@ -72,6 +72,10 @@ ep__cleanup() {
                         tail -n 40 "$f" >&2
                 done
         fi
+        # EP_KEEP_LOGS=DIR: the logs of the run are copied there whatever the outcome (debugging)
+        if [[ -n ${EP_KEEP_LOGS:-} && -d $EP_TMP ]]; then
+                mkdir -p "$EP_KEEP_LOGS" && cp "$EP_TMP"/*.log "$EP_KEEP_LOGS"/ 2>/dev/null
+        fi
         rm -rf "$EP_TMP"
         exit $rc
 }

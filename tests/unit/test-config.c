@@ -167,7 +167,7 @@ static void test_config_init_defaults_values(void **state) {
 }
 
 /* How a row's member is read: a number, or the n-th string of a list. */
-typedef enum Kind { U32, U64, DBL, BOOL, BACKEND, STR, STRV1, ARRAY1 } Kind;
+typedef enum Kind { U32, U64, DBL, BOOL, BACKEND, RELOAD, STR, STRV1, ARRAY1 } Kind;
 
 typedef struct KeyCase {
         ConfigKey key;
@@ -200,6 +200,9 @@ static void assert_key_case(const Config *c, const KeyCase *t) {
                 break;
         case BACKEND:
                 assert_int_equal(*(const BackendKind *) p, t->u);
+                break;
+        case RELOAD:
+                assert_int_equal(*(const ReloadState *) p, t->u);
                 break;
         case STR:
                 assert_string_equal(*(char *const *) p, t->s);
@@ -237,6 +240,9 @@ static void test_config_load_every_key(void **state) {
                 ROW(RELIEF_MOVES, "policy", relief_moves, "no", BOOL, false),
                 ROW(READOPT, "pool", readopt, "no", BOOL, false),
                 ROW(ADOPT_TIMEOUT, "pool", adopt_timeout, "2s", U64, 2 * USEC_PER_SEC),
+                ROW(RELOAD_STATE, "pool", reload_state, "require-compatible", RELOAD,
+                    RELOAD_STATE_REQUIRE_COMPATIBLE),
+                ROW(RELOAD_TIMEOUT, "pool", reload_timeout, "90s", U64, 90 * USEC_PER_SEC),
                 ROW(LISTEN, "frontend", listen, "0.0.0.0:80 [::]:8443", ARRAY1, .s = "[::]:8443"),
                 ROW(ADMIN_LISTEN, "frontend", admin_listen, "/run/ep/admin.sock", STR,
                     .s = "/run/ep/admin.sock"),

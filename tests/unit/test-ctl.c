@@ -66,6 +66,8 @@ static const ArgsCase args_cases[] = {
         {{"scale", "99999999999"}, 0, -EINVAL, .error = "is no number"},
         {{"compact", "now"}, 0, -EINVAL, .error = "'compact' takes 0 arguments, not 1"},
         {{"compact", "--json"}, 0, -EINVAL, .error = "--json applies to status, workers and users"},
+        {{"status", "--wait"}, 0, -EINVAL, .error = "--wait applies to reload, not 'status'"},
+        {{"reload", "--wait"}, 0, 0, CTL_RELOAD, NULL, false, BUS_API_SYSTEM},
         {{"status", "a", "b"}, 0, -EINVAL, .error = "'status' takes 0 arguments, not 2"},
         {{"status", "a", "-g", "b"}, 0, -EINVAL, .error = "two groups named"},
         {{"-g"}, 0, -EINVAL, .error = "-g needs a group name"},

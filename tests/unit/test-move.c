@@ -545,7 +545,8 @@ static void test_move_repoint(void **state) {
 }
 
 /* Across package formats (a deploy changed what the application packs) a user is re-pointed, never
- * handed a package its new worker could misread; a plain move is refused. */
+ * handed a package its new worker could misread: B gets an Install without a package (start it fresh),
+ * and A drops its copy once B said yes. A plain move is refused. */
 static void test_move_repoint_across_formats(void **state) {
         SurfaceUser *u;
 
@@ -554,13 +555,20 @@ static void test_move_repoint_across_formats(void **state) {
         u = user_on("ola", 1);
         assert_int_equal(move_start(&moves, u, 2, "test", now), -EOPNOTSUPP);
         assert_int_equal(move_start_or_repoint(&moves, u, 2, "test", now), 0);
-        assert_int_equal(u->worker, 2); /* quiet: re-pointed at once */
-        assert_true(ended.repointed);
-        assert_int_equal(n_sent, 0);    /* no snapshot asked for */
+        assert_true(u->move->fresh);
+        /* quiet: no snapshot asked of A, an empty install to B at once */
+        assert_int_equal(n_sent, 1);
+        assert_sent(0, 2, ELASTIC_POOL__FRAME__BODY_INSTALL, u->move->id, "ola");
+        assert_string_equal(sent[0].blob, "");
+        assert_int_equal(u->worker, 1);
+        install_result(2, u->move->id, true, NULL);
+        assert_int_equal(u->worker, 2);
+        assert_true(ended.switched && ended.repointed);
+        assert_true(drop_sent(1, "ola"));
         /* one format: live */
         workers[2].format = "shop-v1";
         assert_int_equal(move_start(&moves, user_on("pia", 1), 2, "test", now), 0);
-        assert_int_equal(n_sent, 1);
+        assert_int_equal(sent[n_sent - 1].body, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
 }
 
 int main(void) {

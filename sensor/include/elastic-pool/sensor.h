@@ -51,7 +51,9 @@ typedef int (*ep_sensor_user_sink)(void *sink_ctx, const char *user);
  * do (no callback) is answered with an error naming it.
  * snapshot: serialise `user` into a malloc()ed blob (*ret_blob, *ret_size), which the sensor frees.
  *           -ENOENT when the worker does not know the user.
- * install:  create `user` from the blob; the blob is only valid during the call.
+ * install:  create `user` from the blob; the blob is only valid during the call. A NULL blob (size 0)
+ *           means the user arrives without state (re-pointed from a worker of another package format,
+ *           see ep_sensor_set_package_format()): start it fresh, as a login would.
  * drop:     forget `user`; -ENOENT when it is not known.
  * list:     call sink(sink_ctx, user) once for every user whose state the worker holds, all of them; stop
  *           at the first negative value sink returns and return it. sink and sink_ctx are valid during
