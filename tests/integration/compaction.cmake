@@ -17,7 +17,7 @@ foreach(t growth)
 endforeach()
 # Rolling reload with real users under load: 60 users, three reloads (same format, new format, a
 # command that cannot start). tests/integration/rolling-*.sh (users: tests/integration/rolling-users.py)
-foreach(t reload)
+foreach(t reload reload-require-compatible)
         ep_integration_test(rolling-${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/rolling-${t}.sh TIMEOUT 400
                 LABELS compaction rolling)
         set_tests_properties(integration/rolling-${t} PROPERTIES RUN_SERIAL TRUE)
