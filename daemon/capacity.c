@@ -307,6 +307,12 @@ static void act_compaction(Capacity *c, const PolicyInput *in) {
         Decision d;
 
         policy_compaction(in, &c->policy, &d);
+        if ((d.kind == DECISION_RETIRE || d.kind == DECISION_WAIT_MOVES) && c->pool->rollout_active) {
+                /* its spare new worker is no surplus: it replaces an old one in a moment */
+                d.kind = DECISION_WAIT;
+                snprintf(d.reason, sizeof d.reason, "a rolling reload is under way (it retires the old workers "
+                         "itself)");
+        }
         if (d.kind == DECISION_RETIRE || d.kind == DECISION_WAIT_MOVES)
                 (void) settling(c, in->now, &d);
         if (d.kind == DECISION_HELD && culprit_is_new(in, d.worker))

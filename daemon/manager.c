@@ -451,9 +451,10 @@ static void on_worker_routable(Worker *w, void *userdata) {
         bus_worker_spawned(m->bus, w);
         /* a worker taken back: the pool is judged once all of them are (on_adopted) */
         if (m->pool.adopting == 0) {
+                /* first: a new-definition worker takes over new users before the policies judge the pool */
+                rollout_step(&m->rollout, now_usec(CLOCK_MONOTONIC));
                 capacity_check(&m->capacity);
                 compaction_step(&m->compaction, now_usec(CLOCK_MONOTONIC));
-                rollout_step(&m->rollout, now_usec(CLOCK_MONOTONIC));
         }
         manager_write_status(m);
 }

@@ -66,6 +66,7 @@ typedef struct Pool {
         uint64_t generation;
         unsigned exec_generation; /* bumped when a reload changed the worker definition ([worker]) */
         bool rolling;           /* a rolling reload has a routable newer worker: outdated ones take no users */
+        bool rollout_active;    /* a rolling reload runs: it retires the old workers, compaction waits */
         usec_t changed_at;      /* a worker became routable or left: the survivors' windows are settling */
 
         /* re-adoption: the channel socket sensors reconnect to, and the workers still awaited */

@@ -61,6 +61,7 @@ static void finish(Rollout *r, bool ok, const char *format, ...) {
         vsnprintf(r->last, sizeof r->last, format, ap);
         va_end(ap);
         r->active = false;
+        r->pool->rollout_active = false;
         r->draining = 0;
         r->progress[0] = 0;
         r->timeout = sd_event_source_disable_unref(r->timeout);
@@ -220,6 +221,7 @@ void rollout_start(Rollout *r, usec_t now) {
         if (c.old_alive == 0)
                 return;
         r->active = true;
+        r->pool->rollout_active = true;
         r->started = now;
         r->total = c.old_alive;
         r->draining = 0;
