@@ -29,7 +29,10 @@ void capacity_setup_parameters(Capacity *c) {
                 .min_workers = cf->min_workers,
                 .max_workers = cf->max_workers,
                 .min_free_memory = cf->min_free_memory,
+                .rps_target = cf->rps_target,
         };
+        /* a rate measured under the old configuration never drives a decision under the new one */
+        c->rate_epoch = now_usec(CLOCK_MONOTONIC);
 }
 
 void capacity_init(Capacity *c, Pool *pool, const Config *config, const CapacitySources *sources) {
@@ -43,10 +46,41 @@ void capacity_set_actions(Capacity *c, const CapacityActions *actions) {
         c->actions = actions ? *actions : (CapacityActions) {};
 }
 
+void capacity_measure_rate(Capacity *c, usec_t now, usec_t length, RateReading *ret) {
+        Pool *p = c->pool;
+        size_t n = 0;
+
+        if (c->policy.rps_target <= 0) {
+                *ret = (RateReading) { .status = RATE_OFF, .culprit = -1, .length = length };
+                return;
+        }
+        if (c->rate_buf_size < p->n_workers) {
+                RateWorker *b = reallocarray(c->rate_buf, p->n_workers, sizeof *b);
+                if (!b) {
+                        *ret = (RateReading) { .status = RATE_HELD, .culprit = -1, .length = length };
+                        snprintf(ret->reason, sizeof ret->reason, "out of memory");
+                        return;
+                }
+                c->rate_buf = b;
+                c->rate_buf_size = p->n_workers;
+        }
+        /* serving: taking requests of its own (a worker drained, retiring or replaced is on its way out) */
+        for (size_t i = 0; i < p->n_workers; i++) {
+                Worker *w = p->workers[i];
+                if (worker_takes_users(w))
+                        c->rate_buf[n++] = (RateWorker) { .id = w->id, .window = &w->window,
+                                                          .serving_since = w->routable_at };
+        }
+        rate_sustained(c->rate_buf, n, now, length, MAX(c->rate_epoch, p->changed_at),
+                       c->config->occupancy_interval * 3 / 2, ret);
+}
+
 void capacity_done(Capacity *c) {
         c->deferred_check = sd_event_source_disable_unref(c->deferred_check);
         c->policy_buf = mfree(c->policy_buf);
         c->policy_buf_size = 0;
+        c->rate_buf = mfree(c->rate_buf);
+        c->rate_buf_size = 0;
 }
 
 unsigned capacity_worker_users(const Capacity *c, const Worker *w) {
@@ -236,6 +270,10 @@ static void act_scale_up(Capacity *c, const PolicyInput *in) {
         int r;
 
         policy_scale_up(in, &c->policy, &d);
+        if (c->policy.rps_target > 0) {
+                capacity_measure_rate(c, in->now, c->config->rps_up_window, &c->rate_up);
+                policy_scale_up_rate(in, &c->policy, &c->rate_up, &d);
+        }
         if (d.kind == DECISION_SPAWN && c->policy.min_free_memory > 0) {
                 /* the one input that costs a file read: only when a spawn is on the table */
                 PolicyInput with_memory = *in;
@@ -307,6 +345,10 @@ static void act_compaction(Capacity *c, const PolicyInput *in) {
         Decision d;
 
         policy_compaction(in, &c->policy, &d);
+        if (c->policy.rps_target > 0) {
+                capacity_measure_rate(c, in->now, c->config->rps_down_window, &c->rate_down);
+                policy_compaction_rate(in, &c->policy, &c->rate_down, &d);
+        }
         if ((d.kind == DECISION_RETIRE || d.kind == DECISION_WAIT_MOVES) && c->pool->rollout_active) {
                 /* its spare new worker is no surplus: it replaces an old one in a moment */
                 d.kind = DECISION_WAIT;
@@ -383,7 +425,8 @@ static void summary_rebuild(Capacity *c, usec_t now) {
 /* Provably NONE from the summary alone (policy.c says when), on the decision that held last time: the
  * common report in a steady pool. Anything else goes the whole way through the pure policies. */
 static bool scale_up_is_none(const Capacity *c) {
-        return c->last_scale_up == DECISION_NONE && !c->scale_up_hold.active &&
+        /* the summary knows occupancy, not the request rate */
+        return c->policy.rps_target <= 0 && c->last_scale_up == DECISION_NONE && !c->scale_up_hold.active &&
                policy_scale_up_surely_none(&c->summary, &c->policy);
 }
 

@@ -60,6 +60,12 @@ typedef struct Capacity {
         PolicyWorker *policy_buf; /* scratch for PolicyInput, sized to the pool */
         size_t policy_buf_size;
 
+        /* request-rate scaling: what each direction's window read at the last check */
+        usec_t rate_epoch;        /* the windows may not start before (start, reload) */
+        RateReading rate_up, rate_down;
+        RateWorker *rate_buf;
+        size_t rate_buf_size;
+
         Hold scale_up_hold;
         Hold compaction_hold;
         DecisionKind last_scale_up;
@@ -78,6 +84,10 @@ typedef struct Capacity {
 
 void capacity_init(Capacity *c, Pool *pool, const Config *config, const CapacitySources *sources);
 void capacity_done(Capacity *c);
+
+/* The group's sustained request rate over the last `length` (rate.h), from the serving workers' rows;
+ * RATE_OFF when rps_target is not set. */
+void capacity_measure_rate(Capacity *c, usec_t now, usec_t length, RateReading *ret);
 void capacity_set_actions(Capacity *c, const CapacityActions *actions);
 
 /* Derives the evaluator's and the policies' parameters from the configuration. */

@@ -134,6 +134,7 @@ typedef enum Rule {
         RULE_FRACTION,     /* (0, 1] */
         RULE_AT_LEAST_ONE, /* >= 1 */
         RULE_ROWS,         /* 1 .. CONFIG_WINDOW_ROWS_MAX */
+        RULE_NOT_NEGATIVE, /* >= 0 */
 } Rule;
 
 typedef struct KeyInfo {
@@ -174,6 +175,9 @@ static const KeyInfo key_table[_CONFIG_KEY_MAX] = {
         KEY(SMOOTHING_ROWS, "policy", smoothing_rows, VALUE_UINT32, RULE_ROWS),
         KEY(STALE_AFTER, "policy", stale_after, VALUE_UINT32, RULE_POSITIVE),
         KEY(RELIEF_MOVES, "policy", relief_moves, VALUE_BOOL, RULE_NONE),
+        KEY(RPS_TARGET, "policy", rps_target, VALUE_DOUBLE, RULE_NOT_NEGATIVE),
+        KEY(RPS_UP_WINDOW, "policy", rps_up_window, VALUE_DURATION, RULE_POSITIVE),
+        KEY(RPS_DOWN_WINDOW, "policy", rps_down_window, VALUE_DURATION, RULE_POSITIVE),
         KEY(LISTEN, "frontend", listen, VALUE_LISTEN, RULE_NONE),
         KEY(ADMIN_LISTEN, "frontend", admin_listen, VALUE_ADMIN_LISTEN, RULE_NONE),
         KEY(HEADER_TIMEOUT, "frontend", header_timeout, VALUE_DURATION, RULE_POSITIVE),
@@ -674,6 +678,9 @@ int config_init_defaults(Config *c) {
                 .smoothing_rows = 6,
                 .stale_after = 3,
                 .relief_moves = true,
+                .rps_target = 0,
+                .rps_up_window = 30 * USEC_PER_SEC,
+                .rps_down_window = 120 * USEC_PER_SEC,
                 .header_timeout = 10 * USEC_PER_SEC,
                 .idle_timeout = 60 * USEC_PER_SEC,
                 .response_timeout = 60 * USEC_PER_SEC,
@@ -732,6 +739,8 @@ static const char *rule_violation(const Config *c, ConfigKey k) {
         case RULE_AT_LEAST_ONE:
                 return v >= 1 ? NULL
                               : "is less than 1 (after a compaction the survivors would be over capacity)";
+        case RULE_NOT_NEGATIVE:
+                return v >= 0 ? NULL : "is negative";
         case RULE_ROWS:
                 if (v < 1)
                         return "is not positive (must be greater than 0)";

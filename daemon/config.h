@@ -64,6 +64,9 @@ typedef enum ConfigKey {
         CONFIG_KEY_SMOOTHING_ROWS,
         CONFIG_KEY_STALE_AFTER,
         CONFIG_KEY_RELIEF_MOVES,
+        CONFIG_KEY_RPS_TARGET,
+        CONFIG_KEY_RPS_UP_WINDOW,
+        CONFIG_KEY_RPS_DOWN_WINDOW,
         CONFIG_KEY_LISTEN,
         CONFIG_KEY_ADMIN_LISTEN,
         CONFIG_KEY_HEADER_TIMEOUT,
@@ -128,6 +131,9 @@ typedef struct Config {
         uint32_t smoothing_rows;    /* 6 */
         uint32_t stale_after;       /* 3 intervals */
         bool relief_moves;          /* yes: a worker over admission hands its heaviest users on */
+        double rps_target;          /* requests/s per worker; 0 = request-rate scaling off */
+        usec_t rps_up_window;       /* 30 s: the sustained rate that grows the pool */
+        usec_t rps_down_window;     /* 120 s: the sustained rate that lets it shrink */
 
         /* [frontend] */
         char *listen[CONFIG_LISTEN_MAX + 1]; /* "IPV4:PORT" / "[IPV6]:PORT"; NULL-terminated; default

@@ -499,3 +499,56 @@ void policy_summarize(const PolicyInput *in, const PolicyParams *p, PolicySummar
                 policy_summary_add(ret, &sh);
         }
 }
+
+/* ---- request-rate scaling (rps_target) on top of occupancy ---- */
+
+static const PolicyWorker *find_worker(const PolicyInput *in, int id) {
+        for (size_t i = 0; i < in->n_workers; i++)
+                if ((int) in->workers[i].id == id)
+                        return &in->workers[i];
+        return NULL;
+}
+
+/* A rate that is not available holds the decision on its culprit: never a live-looking 0 requests/s. */
+static void rate_hold(Decision *d, const PolicyInput *in, const RateReading *r) {
+        decide(d, DECISION_HELD, find_worker(in, r->culprit), "rps held: %s", r->reason);
+        d->since = in->now;
+}
+
+void policy_scale_up_rate(const PolicyInput *in, const PolicyParams *p, const RateReading *r, Decision *d) {
+        char why[192], span[32];
+        Survey s;
+
+        if (p->rps_target <= 0 || r->status == RATE_OFF || d->kind != DECISION_NONE)
+                return;
+        if (r->status == RATE_HELD) {
+                rate_hold(d, in, r);
+                return;
+        }
+        if (r->status == RATE_WAITING || r->per_worker <= p->rps_target)
+                return;
+        survey(in, p, &s);
+        snprintf(why, sizeof why, "rps %.1f/s per worker over %s (%u serving) > rps_target=%g", r->per_worker,
+                 format_timespan(span, sizeof span, r->length), r->serving, p->rps_target);
+        want_spawn(d, &s, in, p, why);
+}
+
+void policy_compaction_rate(const PolicyInput *in, const PolicyParams *p, const RateReading *r, Decision *d) {
+        double after, allowed = p->admission_threshold * p->rps_target;
+
+        if (p->rps_target <= 0 || r->status == RATE_OFF ||
+            (d->kind != DECISION_RETIRE && d->kind != DECISION_WAIT_MOVES))
+                return;
+        if (r->status == RATE_HELD) {
+                rate_hold(d, in, r);
+                return;
+        }
+        if (r->status == RATE_WAITING) {
+                decide(d, DECISION_NONE, NULL, "rps: %s", r->reason);
+                return;
+        }
+        after = r->serving > 1 ? r->total / (double) (r->serving - 1) : INFINITY;
+        if (after > allowed)
+                decide(d, DECISION_NONE, NULL, "rps %.1f/s on %u workers would be %.1f/s each on %u > %.1f "
+                       "(admission_threshold x rps_target)", r->total, r->serving, after, r->serving - 1, allowed);
+}

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "evaluator.h"
+#include "rate.h"
 #include "time-util.h"
 
 typedef struct PolicyWorker {
@@ -47,6 +48,7 @@ typedef struct PolicyParams {
         uint32_t min_workers;
         uint32_t max_workers;     /* 0 = unbounded */
         uint64_t min_free_memory; /* 0 = no check */
+        double rps_target;        /* requests/s per worker; 0 = request-rate scaling off */
 } PolicyParams;
 
 typedef struct PolicyInput {
@@ -116,6 +118,20 @@ void policy_ledger(const PolicyInput *in, const PolicyParams *p, Ledger *ret);
  * admission_threshold after the retire, so one compaction does not call for a spawn. The Decision's
  * ledger is always filled. */
 void policy_compaction(const PolicyInput *in, const PolicyParams *p, Decision *ret);
+
+/* Request-rate scaling on top of occupancy ([policy] rps_target): the pool grows when either asks and
+ * shrinks only when both allow. Each takes the occupancy decision in *d and the sustained rate over the
+ * direction's window (rate.h).
+ *
+ * Scale-up: an occupancy decision other than NONE stands. Else a rate per worker over rps_target wants a
+ * spawn (through the same guards: max_workers, min_free_memory); a rate not available HOLDS ("rps held:
+ * w3 no row for 7s"): a missing measurement is never read as low traffic; a window that restarted waits
+ * (NONE, nothing is late). */
+void policy_scale_up_rate(const PolicyInput *in, const PolicyParams *p, const RateReading *r, Decision *d);
+/* Compaction: only a retire or a drain the occupancy ledger allows is examined. It stands when the group's
+ * rate spread over one worker fewer stays at or under admission_threshold x rps_target; else NONE, with
+ * the figures. A rate not available HOLDS it; a window that restarted makes it wait (NONE). */
+void policy_compaction_rate(const PolicyInput *in, const PolicyParams *p, const RateReading *r, Decision *d);
 
 /* A drain under way: `draining` (retiring in `in`, its users moving to the survivors) goes on
  * (WAIT_MOVES on it) while every routable reading is FRESH (else HELD) and the survivors' ledger keeps

@@ -149,6 +149,34 @@ static const char *hold_text(const Hold *h, char *buf, size_t size) {
         return buf;
 }
 
+static void write_rate(FILE *f, const char *name, const RateReading *r) {
+        fprintf(f, "\"%s\":{\"status\":\"%s\",\"window_s\":%.0f,\"per_worker\":", name,
+                rate_status_to_string(r->status), (double) r->length / USEC_PER_SEC);
+        /* not available is null with the reason, never a live-looking 0 */
+        json_write_number_or_null(f, r->status == RATE_OK, r->per_worker);
+        fputs(",\"group\":", f);
+        json_write_number_or_null(f, r->status == RATE_OK, r->total);
+        fputs(",\"reason\":", f);
+        if (r->status == RATE_HELD || r->status == RATE_WAITING)
+                json_write_string(f, r->reason);
+        else
+                fputs("null", f);
+        fputc('}', f);
+}
+
+static void write_rates(FILE *f, const Capacity *c) {
+        fputs("\"rps\":", f);
+        if (c->policy.rps_target <= 0) {
+                fputs("null,", f);
+                return;
+        }
+        fprintf(f, "{\"target\":%g,", c->policy.rps_target);
+        write_rate(f, "up", &c->rate_up);
+        fputc(',', f);
+        write_rate(f, "down", &c->rate_down);
+        fputs("},", f);
+}
+
 static void write_rollout(FILE *f, const Rollout *r) {
         fputs("\"rolling_reload\":", f);
         if (r->active) {
@@ -194,6 +222,15 @@ void status_line(const StatusView *v, char *buf, size_t size) {
         if (v->compaction && v->compaction->drain.worker)
                 fprintf(f, "; draining w%u (%u users left)", v->compaction->drain.worker,
                         surface_worker_users(v->compaction->surface, v->compaction->drain.worker));
+        if (v->capacity->policy.rps_target > 0) {
+                const RateReading *r = &v->capacity->rate_up;
+                if (r->status == RATE_OK)
+                        fprintf(f, "; rps %.1f/s per worker", r->per_worker);
+                else if (r->reason[0])
+                        fprintf(f, "; rps not available (%s)", r->reason);
+                else
+                        fputs("; rps not measured yet", f);
+        }
         if (v->rollout && v->rollout->active)
                 fprintf(f, "; reload %s", v->rollout->progress[0] ? v->rollout->progress : "starting");
         if (reload_error)
@@ -229,6 +266,7 @@ int status_write(const StatusView *v, FILE *f) {
                 write_relief(f, v->relief);
         if (v->rollout)
                 write_rollout(f, v->rollout);
+        write_rates(f, v->capacity);
         fputs("\"reload_error\":", f);
         if (v->reload_error && *v->reload_error)
                 json_write_string(f, *v->reload_error);

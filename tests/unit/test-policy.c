@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -982,6 +983,96 @@ static void test_policy_ledger_of_matches_policy_ledger(void **state) {
         assert_near(b.threshold, a.threshold);
 }
 
+/* Request-rate scaling on top of occupancy: growth when either asks, shrinking only when both allow; a
+ * rate not available holds (never read as low traffic), a window that restarted waits. */
+static RateReading rate(RateStatus status, double total, unsigned serving, int culprit, const char *reason) {
+        RateReading r = { .status = status, .total = total, .per_worker = serving ? total / serving : 0,
+                          .serving = serving, .culprit = culprit, .length = S(30) };
+
+        snprintf(r.reason, sizeof r.reason, "%s", reason ? reason : "");
+        return r;
+}
+
+static void test_policy_rate_scale_up(void **state) {
+        const PolicyWorker pool[] = { RECEPTION(1, 0.1), FRESH(2, 0.1) };
+        PolicyInput in = INPUT(pool);
+        PolicyParams p = defaults;
+        RateReading r;
+        Decision d;
+
+        p.rps_target = 50;
+        /* occupancy sees room; 120/s over 2 workers is 60/s each: over the target, a spawn */
+        policy_scale_up(&in, &p, &d);
+        assert_kind(&d, DECISION_NONE);
+        r = rate(RATE_OK, 120, 2, -1, NULL);
+        policy_scale_up_rate(&in, &p, &r, &d);
+        assert_kind(&d, DECISION_SPAWN);
+        assert_reason(&d, "rps 60.0/s per worker over 30s (2 serving) > rps_target=50");
+        /* through the same guards */
+        p.max_workers = 2;
+        policy_scale_up(&in, &p, &d);
+        policy_scale_up_rate(&in, &p, &r, &d);
+        assert_kind(&d, DECISION_REFUSED);
+        assert_reason(&d, "max_workers=2 reached; wanted: rps 60.0/s");
+        p.max_workers = 0;
+        /* at or under the target: nothing */
+        policy_scale_up(&in, &p, &d);
+        r = rate(RATE_OK, 100, 2, -1, NULL);
+        policy_scale_up_rate(&in, &p, &r, &d);
+        assert_kind(&d, DECISION_NONE);
+        /* not available: held on its culprit, with the reason */
+        r = rate(RATE_HELD, 0, 2, 2, "w2 no row for 7s");
+        policy_scale_up_rate(&in, &p, &r, &d);
+        assert_kind(&d, DECISION_HELD);
+        assert_int_equal(d.worker, 2);
+        assert_reason(&d, "rps held: w2 no row for 7s");
+        /* a window that restarted waits: nothing is late */
+        policy_scale_up(&in, &p, &d);
+        r = rate(RATE_WAITING, 0, 2, -1, "the window restarted 3s ago");
+        policy_scale_up_rate(&in, &p, &r, &d);
+        assert_kind(&d, DECISION_NONE);
+        /* off: occupancy alone */
+        p.rps_target = 0;
+        r = rate(RATE_HELD, 0, 2, 2, "w2 no row for 7s");
+        policy_scale_up_rate(&in, &p, &r, &d);
+        assert_kind(&d, DECISION_NONE);
+}
+
+static void test_policy_rate_compaction(void **state) {
+        const PolicyWorker pool[] = { RECEPTION(1, 0.05), FRESH(2, 0.05), FRESH(3, 0.02) };
+        PolicyInput in = INPUT(pool);
+        PolicyParams p = defaults;
+        RateReading r;
+        Decision d;
+
+        p.rps_target = 50;
+        /* occupancy would retire w3; 90/s on 2 survivors is 45/s each > 40 (0.8 x 50): not allowed */
+        policy_compaction(&in, &p, &d);
+        assert_kind(&d, DECISION_RETIRE);
+        r = rate(RATE_OK, 90, 3, -1, NULL);
+        policy_compaction_rate(&in, &p, &r, &d);
+        assert_kind(&d, DECISION_NONE);
+        assert_reason(&d, "rps 90.0/s on 3 workers would be 45.0/s each on 2 > 40.0");
+        /* 60/s: 30/s each after: both allow */
+        policy_compaction(&in, &p, &d);
+        r = rate(RATE_OK, 60, 3, -1, NULL);
+        policy_compaction_rate(&in, &p, &r, &d);
+        assert_kind(&d, DECISION_RETIRE);
+        assert_int_equal(d.worker, 3);
+        /* not available: held, the pool does not shrink on a missing measurement */
+        policy_compaction(&in, &p, &d);
+        r = rate(RATE_HELD, 0, 3, 2, "w2 no row for 7s");
+        policy_compaction_rate(&in, &p, &r, &d);
+        assert_kind(&d, DECISION_HELD);
+        assert_reason(&d, "rps held: w2 no row for 7s");
+        /* restarted: waits */
+        policy_compaction(&in, &p, &d);
+        r = rate(RATE_WAITING, 0, 3, -1, "the window restarted 3s ago");
+        policy_compaction_rate(&in, &p, &r, &d);
+        assert_kind(&d, DECISION_NONE);
+        assert_reason(&d, "rps: the window restarted 3s ago");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_freshness_to_string),
@@ -990,6 +1081,8 @@ int main(void) {
                 cmocka_unit_test(test_policy_compaction_ledger_property),
                 cmocka_unit_test(test_decision_kind_to_string),
                 cmocka_unit_test(test_policy_scale_up_group_of_one),
+                cmocka_unit_test(test_policy_rate_scale_up),
+                cmocka_unit_test(test_policy_rate_compaction),
                 cmocka_unit_test(test_policy_scale_up_group_of_one_with_retiring),
                 cmocka_unit_test(test_policy_scale_up_min_workers_floor),
                 cmocka_unit_test(test_policy_scale_up_spawn_in_flight_waits),
