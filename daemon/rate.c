@@ -46,6 +46,9 @@ static bool worker_coverage(const RateWorker *w, usec_t start, usec_t now, usec_
                         return false;
                 }
                 if (!row->has_forward) {
+                        /* before the window, a row from before it served (no forward pool yet) is no loss */
+                        if (row->received < start)
+                                continue;
                         reading_set(r, RATE_HELD, (int) w->id, "w%u has no forward counters", w->id);
                         return false;
                 }
@@ -66,9 +69,12 @@ static bool worker_coverage(const RateWorker *w, usec_t start, usec_t now, usec_
                         first = row;
                 prev = row;
         }
+        if (!prev)
+                prev = window_latest(w->window); /* all before the window: how long it has been silent */
         if (!prev || now - prev->received > gap_max) {
                 reading_set(r, RATE_HELD, (int) w->id, "w%u no row for %s", w->id,
-                            prev ? format_timespan(span, sizeof span, now - prev->received) : "the whole window");
+                            prev && now > prev->received ? format_timespan(span, sizeof span, now - prev->received)
+                                                         : "the whole window");
                 return false;
         }
         if (first->received > start + gap_max || first == prev) {

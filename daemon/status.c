@@ -68,8 +68,12 @@ static void write_worker(FILE *f, const StatusView *v, const Worker *w, usec_t n
                 fputc(',', f);
         }
         (void) status_worker_traffic(v, w->id, &t);
-        fprintf(f, "\"rows\":%u,\"users\":%u,\"inflight\":%u,", w->window.count, capacity_worker_users(v->capacity, w),
-                t.inflight);
+        fprintf(f, "\"rows\":%u,\"users\":%u,\"inflight\":%u,\"requests\":", w->window.count,
+                capacity_worker_users(v->capacity, w), t.inflight);
+        if (t.has_forward)
+                fprintf(f, "%llu,", (unsigned long long) t.requests);
+        else
+                fputs("null,", f);
         if (last) {
                 fprintf(f, "\"last_report_ms_ago\":%llu,\"cpu\":", (unsigned long long) ((now - last->received) / USEC_PER_MSEC));
                 json_write_number_or_null(f, last->has_cpu, last->cpu);

@@ -22,3 +22,10 @@ foreach(t reload reload-require-compatible)
                 LABELS compaction rolling)
         set_tests_properties(integration/rolling-${t} PROPERTIES RUN_SERIAL TRUE)
 endforeach()
+# Request-rate scaling: 1 -> 2 above rps_target, a missing measurement held (never read as 0), 2 -> 1 by
+# compaction once reports resume. tests/integration/rps-*.sh
+foreach(t scaling)
+        ep_integration_test(rps-${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/rps-${t}.sh TIMEOUT 180
+                LABELS compaction rps)
+        set_tests_properties(integration/rps-${t} PROPERTIES RUN_SERIAL TRUE)
+endforeach()
