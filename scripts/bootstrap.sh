@@ -9,9 +9,11 @@ set -euo pipefail
 PKGS=(
         build-essential cmake pkg-config clang libclang-rt-14-dev
         libsystemd-dev libprotobuf-c-dev protobuf-c-compiler libnghttp2-dev libnghttp2-14
-        libhttp-parser-dev libnl-3-dev libinih-dev libssl-dev libcmocka-dev
+        libhttp-parser-dev libnl-3-dev libinih-dev libssl-dev libcmocka-dev libjson-c-dev
         # tests: HTTP clients, hand-made HTTP/2 frames, a real systemd user manager for the sandbox
         curl nghttp2-client python3 python3-h2 systemd dbus procps iproute2 util-linux
+        # tests of the admin listener: the monitor page in a real browser, /metrics through promtool
+        chromium prometheus
 )
 BENCH_PKGS=(nginx-light haproxy wrk nghttp2-client valgrind linux-perf hyperfine)
 # Debian's fix for CVE-2026-27135 plus the Rapid Reset and CONTINUATION-flood backports.
