@@ -180,6 +180,8 @@ static const KeyInfo key_table[_CONFIG_KEY_MAX] = {
         KEY(RPS_DOWN_WINDOW, "policy", rps_down_window, VALUE_DURATION, RULE_POSITIVE),
         KEY(LISTEN, "frontend", listen, VALUE_LISTEN, RULE_NONE),
         KEY(ADMIN_LISTEN, "frontend", admin_listen, VALUE_ADMIN_LISTEN, RULE_NONE),
+        KEY(ADMIN_ALLOW_PUBLIC, "frontend", admin_allow_public, VALUE_BOOL, RULE_NONE),
+        KEY(ADMIN_POPULATION_TIMEOUT, "frontend", admin_population_timeout, VALUE_DURATION, RULE_POSITIVE),
         KEY(HEADER_TIMEOUT, "frontend", header_timeout, VALUE_DURATION, RULE_POSITIVE),
         KEY(IDLE_TIMEOUT, "frontend", idle_timeout, VALUE_DURATION, RULE_POSITIVE),
         KEY(RESPONSE_TIMEOUT, "frontend", response_timeout, VALUE_DURATION, RULE_POSITIVE),
@@ -525,6 +527,10 @@ static bool sockaddr_is_local(const struct sockaddr_storage *sa) {
         return false;
 }
 
+bool config_address_is_local(const struct sockaddr_storage *sa) {
+        return sockaddr_is_local(sa);
+}
+
 static bool sockaddr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
         if (a->ss_family != b->ss_family)
                 return false;
@@ -694,6 +700,7 @@ int config_init_defaults(Config *c) {
                 .upstream_connections = 64,
                 .cookie_max_age = 7 * 24 * 3600 * USEC_PER_SEC,
                 .max_revoked_users = 100000,
+                .admin_population_timeout = USEC_PER_SEC,
         };
 
         if (strv_consume(&c->exec, strdup(EP_DEMO_WORKER_PATH)) < 0)
@@ -791,12 +798,23 @@ static int validate_admin_listen(const Config *c, char **ret_error) {
                 return key_error(c, CONFIG_KEY_ADMIN_LISTEN, ret_error,
                                  "'%s': %s (expected a loopback " ADDRESS_FORMS " or an absolute path)",
                                  shorten(c->admin_listen, buf, sizeof(buf)), reason);
-        if (!sockaddr_is_local(&sa))
-                return key_error(c, CONFIG_KEY_ADMIN_LISTEN, ret_error,
-                                 "'%s' is not a loopback address or a Unix socket path (the admin listener "
-                                 "must never be public)",
-                                 c->admin_listen);
         return 0;
+}
+
+/* A cross-key rule: admin_allow_public may come after admin_listen in the file. */
+static int validate_admin_public(const Config *c, char **ret_error) {
+        struct sockaddr_storage sa;
+        socklen_t len;
+        const char *reason;
+
+        if (!c->admin_listen || c->admin_allow_public ||
+            parse_address(c->admin_listen, true, &sa, &len, &reason) < 0 || sockaddr_is_local(&sa))
+                return 0;
+        return key_error(c, CONFIG_KEY_ADMIN_LISTEN, ret_error,
+                         "'%s' is not a loopback address or a Unix socket path (the admin listener shows every "
+                         "user and the pool's state, and must not be public: set admin_allow_public = yes to "
+                         "listen there all the same)",
+                         c->admin_listen);
 }
 
 static int validate_key(const Config *c, ConfigKey k, const char *shown, char **ret_error) {
@@ -905,6 +923,9 @@ int config_validate(const Config *c, char **ret_error) {
         if (c->smoothing_rows > c->window_rows)
                 return cross_error(c, ret_error, CONFIG_KEY_SMOOTHING_ROWS, CONFIG_KEY_WINDOW_ROWS,
                                    "is greater than", "is less than");
+        r = validate_admin_public(c, ret_error);
+        if (r < 0)
+                return r;
         return validate_admin_apart(c, ret_error);
 }
 

@@ -69,6 +69,8 @@ typedef enum ConfigKey {
         CONFIG_KEY_RPS_DOWN_WINDOW,
         CONFIG_KEY_LISTEN,
         CONFIG_KEY_ADMIN_LISTEN,
+        CONFIG_KEY_ADMIN_ALLOW_PUBLIC,
+        CONFIG_KEY_ADMIN_POPULATION_TIMEOUT,
         CONFIG_KEY_HEADER_TIMEOUT,
         CONFIG_KEY_IDLE_TIMEOUT,
         CONFIG_KEY_RESPONSE_TIMEOUT,
@@ -139,6 +141,8 @@ typedef struct Config {
         char *listen[CONFIG_LISTEN_MAX + 1]; /* "IPV4:PORT" / "[IPV6]:PORT"; NULL-terminated; default
                                               * 127.0.0.1:8080; may be empty (sockets from systemd only) */
         char *admin_listen;                  /* loopback address or Unix path; NULL = none */
+        bool admin_allow_public;             /* no: admin_listen must be loopback or a Unix path */
+        usec_t admin_population_timeout;     /* 1 s: each worker's /_monitor/state answer */
         usec_t header_timeout;               /* 10 s */
         usec_t idle_timeout;                 /* 60 s keep-alive idle */
         usec_t response_timeout;             /* 60 s worker response */
@@ -200,6 +204,9 @@ int config_exec_split(const char *line, char ***ret_argv, const char **ret_reaso
 /* Joins argv back into one line, quoting where needed, so that config_exec_split() gives argv back.
  * malloc()ed; NULL on -ENOMEM. */
 char *config_exec_to_string(char *const *argv);
+
+/* Loopback (127.0.0.0/8, ::1) or a Unix socket: reachable from this host only. */
+bool config_address_is_local(const struct sockaddr_storage *sa);
 
 /* Parses "IPV4:PORT", "[IPV6]:PORT" or, when unix_ok, an absolute Unix socket path into *ret and
  * *ret_len. Hostnames are not resolved. 0 or -EINVAL. */

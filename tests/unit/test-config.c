@@ -94,6 +94,8 @@ static void assert_config_equal(const Config *a, const Config *b) {
                         break;
         }
         assert_true(streq_ptr(a->admin_listen, b->admin_listen));
+        assert_int_equal(a->admin_allow_public, b->admin_allow_public);
+        assert_int_equal(a->admin_population_timeout, b->admin_population_timeout);
         assert_int_equal(a->header_timeout, b->header_timeout);
         assert_int_equal(a->idle_timeout, b->idle_timeout);
         assert_int_equal(a->response_timeout, b->response_timeout);
@@ -142,6 +144,8 @@ static void test_config_init_defaults_values(void **state) {
         assert_string_equal(c.listen[0], "127.0.0.1:8080");
         assert_null(c.listen[1]);
         assert_null(c.admin_listen);
+        assert_false(c.admin_allow_public);
+        assert_int_equal(c.admin_population_timeout, USEC_PER_SEC);
         assert_int_equal(c.header_timeout, 10 * USEC_PER_SEC);
         assert_int_equal(c.idle_timeout, 60 * USEC_PER_SEC);
         assert_int_equal(c.response_timeout, 60 * USEC_PER_SEC);
@@ -249,6 +253,9 @@ static void test_config_load_every_key(void **state) {
                 ROW(LISTEN, "frontend", listen, "0.0.0.0:80 [::]:8443", ARRAY1, .s = "[::]:8443"),
                 ROW(ADMIN_LISTEN, "frontend", admin_listen, "/run/ep/admin.sock", STR,
                     .s = "/run/ep/admin.sock"),
+                ROW(ADMIN_ALLOW_PUBLIC, "frontend", admin_allow_public, "yes", BOOL, true),
+                ROW(ADMIN_POPULATION_TIMEOUT, "frontend", admin_population_timeout, "250ms", U64,
+                    250 * USEC_PER_MSEC),
                 ROW(HEADER_TIMEOUT, "frontend", header_timeout, "5s", U64, 5 * USEC_PER_SEC),
                 ROW(IDLE_TIMEOUT, "frontend", idle_timeout, "30s", U64, 30 * USEC_PER_SEC),
                 ROW(RESPONSE_TIMEOUT, "frontend", response_timeout, "2min", U64, 120 * USEC_PER_SEC),
@@ -614,8 +621,18 @@ static void test_config_load_error_kinds(void **state) {
                  "3: [frontend] listen: '127.0.0.1:80' is listed twice"},
                 {"[frontend]\nadmin_listen = 0.0.0.0:9000\n",
                  "2: [frontend] admin_listen: '0.0.0.0:9000' is not a loopback address or a Unix socket "
-                 "path (the "
-                 "admin listener must never be public)"},
+                 "path (the admin listener shows every user and the pool's state, and must not be public: "
+                 "set admin_allow_public = yes to listen there all the same)"},
+                {"[frontend]\nadmin_listen = 192.0.2.7:9000\nadmin_allow_public = no\n",
+                 "2: [frontend] admin_listen: '192.0.2.7:9000' is not a loopback address or a Unix socket "
+                 "path (the admin listener shows every user and the pool's state, and must not be public: "
+                 "set admin_allow_public = yes to listen there all the same)"},
+                /* the override does not make the public listener's address an admin one */
+                {"[frontend]\nlisten = 0.0.0.0:9000\nadmin_allow_public = yes\nadmin_listen = 192.0.2.7:9000\n",
+                 "4: [frontend] admin_listen: '192.0.2.7:9000' overlaps listen address '0.0.0.0:9000' (line "
+                 "2); the admin listener must never be reachable through the public one"},
+                {"[frontend]\nadmin_population_timeout = 0\n",
+                 "2: [frontend] admin_population_timeout: 0 is not positive (must be greater than 0)"},
                 {"[frontend]\nadmin_listen = 127.0.0.1:8080\n",
                  "2: [frontend] admin_listen: '127.0.0.1:8080' overlaps listen address '127.0.0.1:8080' "
                  "(the "
@@ -647,6 +664,29 @@ static void test_config_load_error_kinds(void **state) {
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
                 assert_load_fails(cases[i].text, -EINVAL, cases[i].message);
+}
+
+/* A public admin address is refused without the override and taken with it, wherever in the file the
+ * override stands; loopback and Unix paths need none. */
+static void test_config_load_admin_allow_public(void **state) {
+        static const char *const accepted[] = {
+                "[frontend]\nadmin_listen = 0.0.0.0:9000\nadmin_allow_public = yes\n",
+                "[frontend]\nadmin_allow_public = yes\nadmin_listen = [::]:9000\n",
+                "[frontend]\nadmin_listen = 127.0.0.2:9000\n",
+                "[frontend]\nadmin_listen = [::1]:9000\n",
+                "[frontend]\nadmin_listen = /run/ep/admin.sock\n",
+        };
+        Config c = {};
+
+        for (size_t i = 0; i < ELEMENTSOF(accepted); i++) {
+                _cleanup_free_ char *error = NULL;
+
+                assert_int_equal(load_text(accepted[i], &c, &error, NULL), 0);
+                assert_null(error);
+                assert_non_null(c.admin_listen);
+        }
+        assert_true(c.admin_allow_public == false);
+        config_done(&c);
 }
 
 static void test_config_load_min_above_max_names_both_lines(void **state) {
@@ -1056,6 +1096,7 @@ int main(void) {
                 cmocka_unit_test(test_config_load_exec_keeps_line),
                 cmocka_unit_test(test_config_load_listen_append_and_reset),
                 cmocka_unit_test(test_config_load_error_kinds),
+                cmocka_unit_test(test_config_load_admin_allow_public),
                 cmocka_unit_test(test_config_load_min_above_max_names_both_lines),
                 cmocka_unit_test(test_config_load_missing_file_enoent),
                 cmocka_unit_test(test_config_load_directory_eisdir),
