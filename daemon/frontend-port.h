@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "latency.h"
 #include "time-util.h"
 
 /* Where a request goes, as the commander answers it. */
@@ -54,6 +55,8 @@ typedef struct WorkerTraffic {
         uint64_t requests;  /* responses completed, cumulative */
         uint64_t errors;    /* 5xx made by the front end (502/504) and aborted responses, cumulative */
         usec_t busy_usec;   /* sum of request durations, cumulative */
+        unsigned connections;       /* open connections to it (its forward pool), with has_forward */
+        LatencyHistogram latency;   /* durations of the completed responses, cumulative, with has_forward */
 } WorkerTraffic;
 
 /* The front end's own totals, for the status surfaces. */
@@ -61,6 +64,8 @@ typedef struct FrontendTotals {
         uint64_t requests;     /* requests begun */
         uint64_t errors;       /* error responses made by the front end */
         unsigned connections;  /* open client connections */
+        unsigned h2_connections; /* of which speak HTTP/2 (h2c) */
+        unsigned streams;      /* requests open on client connections: HTTP/1.1 requests and HTTP/2 streams */
 } FrontendTotals;
 
 typedef struct FrontendHooks {

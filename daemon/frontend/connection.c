@@ -47,6 +47,14 @@ void frontend_connection_unregister(Frontend *fe, FrontendConnection *c) {
                 frontend_maybe_drained(fe);
 }
 
+unsigned frontend_connections_speaking(const Frontend *fe, const char *protocol) {
+        unsigned n = 0;
+
+        for (const FrontendConnection *c = fe->connections; c; c = c->next)
+                n += streq(c->ops->protocol, protocol);
+        return n;
+}
+
 void frontend_maybe_drained(Frontend *fe) {
         void (*cb)(void *userdata) = fe->on_drained;
 

@@ -39,6 +39,9 @@ struct FrontendConnection {
 void frontend_connection_register(Frontend *fe, FrontendConnection *c, const FrontendConnectionOps *ops,
                                   const struct sockaddr_storage *peer);
 void frontend_connection_unregister(Frontend *fe, FrontendConnection *c);
+/* Open connections whose protocol is `protocol` ("h2c"), for the status surfaces: a walk, not for the
+ * request path. */
+unsigned frontend_connections_speaking(const Frontend *fe, const char *protocol);
 
 sd_event *frontend_event(Frontend *fe);
 const Config *frontend_config(Frontend *fe);

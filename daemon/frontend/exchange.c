@@ -115,6 +115,7 @@ Exchange *exchange_new(Frontend *fe, const ClientOps *ops, void *client_data) {
         x->client_data = client_data;
         x->replies = &replies;
         x->started = frontend_now(fe);
+        fe->exchanges_open++;
         return x;
 }
 
@@ -130,6 +131,7 @@ Exchange *exchange_free(Exchange *x) {
                 forward_detach(x);
         x->held_body = mfree(x->held_body);
         router_request_closed(fe, x);
+        fe->exchanges_open--;
         free(x->user);
         free(x);
         return NULL;

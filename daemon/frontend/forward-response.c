@@ -187,6 +187,7 @@ static void conn_complete(Connection *c) {
         reuse = http_should_keep_alive(&c->parser) && c->request_done && !c->write_broken &&
                 c->in_parsed == c->in_len && !c->readable && !p->dead;
         p->counters.requests++;
+        latency_histogram_add(&p->counters.latency, forward_pool_now(p) - c->up.started);
         x = forward_conn_release(c);
         c->served++;
         if (reuse)

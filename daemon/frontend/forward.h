@@ -25,6 +25,7 @@
 #include <systemd/sd-event.h>
 
 #include "exchange.h"
+#include "latency.h"
 #include "time-util.h"
 
 typedef struct ForwardPool ForwardPool;
@@ -47,6 +48,7 @@ typedef struct ForwardCounters {
         uint64_t requests;       /* responses completed */
         uint64_t errors;         /* 5xx made by us (502/504) or aborted responses */
         usec_t busy_usec;        /* sum of exchange durations */
+        LatencyHistogram latency; /* durations of the completed responses (those counted in requests) */
         unsigned inflight;       /* exchanges on this pool now (queued included) */
         unsigned connections;    /* open connections */
         unsigned idle;           /* of which idle */

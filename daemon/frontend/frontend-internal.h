@@ -87,6 +87,7 @@ struct Frontend {
         sd_event_source *log_flush_timer;
 
         uint64_t requests, responses, errors, holds, rejected_connections;
+        unsigned exchanges_open; /* requests alive on client connections (HTTP/1.1 requests, h2 streams) */
 };
 
 /* The loop's time of this iteration: what exchanges are stamped with, without a clock read per call. */

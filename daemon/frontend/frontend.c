@@ -481,6 +481,8 @@ static bool worker_traffic(void *userdata, unsigned worker, WorkerTraffic *ret) 
         ret->requests = c->requests;
         ret->errors = c->errors;
         ret->busy_usec = c->busy_usec;
+        ret->connections = c->connections;
+        ret->latency = c->latency;
         return true;
 }
 
@@ -491,6 +493,8 @@ static void totals(void *userdata, FrontendTotals *ret) {
                 .requests = fe->requests,
                 .errors = fe->errors,
                 .connections = fe->n_connections,
+                .h2_connections = frontend_connections_speaking(fe, "h2c"),
+                .streams = fe->exchanges_open,
         };
 }
 
