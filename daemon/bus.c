@@ -160,6 +160,7 @@ static int method_scale_to(sd_bus_message *m, void *userdata, sd_bus_error *erro
                                                  "ScaleTo(%u): %u of %u spawns began, then: %s%s", n,
                                                  spawned, n - staying, strerror(-r),
                                                  r == -EAGAIN || r == -ECANCELED ? " (spawn throttle)" : "");
+                pool_count_spawn(b->pool, POOL_SPAWN_OPERATOR);
         }
         if (n < staying) {
                 b->scale_target = n;

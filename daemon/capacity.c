@@ -195,6 +195,20 @@ static void format_ledger(const Ledger *l, const PolicyParams *p, char *buf, siz
                  l->headroom, p->compaction_margin, l->threshold);
 }
 
+static void remember_decision(Capacity *c, const char *what, const Decision *d) {
+        DecisionRecord *r = &c->last_decision;
+
+        *r = (DecisionRecord) {
+                .set = true,
+                .kind = d->kind,
+                .worker = d->worker,
+                .at = now_usec(CLOCK_MONOTONIC),
+                .ledger = d->ledger,
+        };
+        snprintf(r->what, sizeof r->what, "%s", what);
+        snprintf(r->reason, sizeof r->reason, "%s", d->reason);
+}
+
 /* Journals a decision with its inputs (format_inputs(); NULL: formatted now). */
 static void journal_decision_of(Capacity *c, int level, const char *message_id, const char *event,
                                 const char *what, const Decision *d, const char *inputs) {
@@ -204,6 +218,7 @@ static void journal_decision_of(Capacity *c, int level, const char *message_id, 
 
         inputs = inputs ?: mine;
 
+        remember_decision(c, what, d);
         format_ledger(&d->ledger, &c->policy, ledger, sizeof ledger);
         if (asprintf(&extra, "EP_DECISION=%s\nEP_INPUTS=%s\nEP_LEDGER=%s\nEP_REASON=%s",
                      decision_kind_to_string(d->kind), strempty(inputs), ledger, reason) < 0)
@@ -265,6 +280,15 @@ static bool settling(Capacity *c, usec_t now, Decision *d) {
         return true;
 }
 
+/* The first rule of policy_scale_up(): fewer than min_workers, in flight included, retiring excluded. */
+static bool under_floor(const PolicyInput *in, const PolicyParams *p) {
+        size_t staying = 0;
+
+        for (size_t i = 0; i < in->n_workers; i++)
+                staying += !in->workers[i].retiring;
+        return staying < p->min_workers;
+}
+
 static void act_scale_up(Capacity *c, const PolicyInput *in) {
         Decision d;
         int r;
@@ -295,7 +319,9 @@ static void act_scale_up(Capacity *c, const PolicyInput *in) {
                 }
                 clear_hold(c, &c->scale_up_hold, "scale-up");
                 journal_decision(c, LOG_INFO, MESSAGE_ID_SCALE_UP, "scale-up", "Scale-up: spawning a worker", &d);
-                (void) pool_spawn(c->pool, d.reason);
+                if (pool_spawn(c->pool, d.reason) >= 0)
+                        pool_count_spawn(c->pool, under_floor(in, &c->policy) ? POOL_SPAWN_FLOOR
+                                                                              : POOL_SPAWN_SCALE_UP);
                 break;
         case DECISION_NONE:
                 clear_hold(c, &c->scale_up_hold, "scale-up");
@@ -460,26 +486,70 @@ static bool compaction_hold_stands(Capacity *c, usec_t now) {
 
 /* ---- the report path ---- */
 
-/* The commander-side measures of a row: what the front end forwarded to w when its report arrived. */
-static void fill_traffic(const Capacity *c, const Worker *w, Row *row) {
-        WorkerTraffic t;
-
-        if (!c->sources.worker_traffic || !c->sources.worker_traffic(w->id, &t, c->sources.userdata))
+/* The commander-side measures of a row: what the front end forwarded to w when its report arrived
+ * (*t zeroed without a front end). */
+static void fill_traffic(const Capacity *c, Worker *w, Row *row, WorkerTraffic *t) {
+        *t = (WorkerTraffic) {};
+        if (!c->sources.worker_traffic || !c->sources.worker_traffic(w->id, t, c->sources.userdata))
                 return;
         row->has_inflight = true;
-        row->inflight = t.inflight;
-        if (!t.has_forward)
+        row->inflight = t->inflight;
+        if (!t->has_forward)
                 return;
         row->has_forward = true;
-        row->fwd_requests = t.requests;
-        row->fwd_errors = t.errors;
-        row->fwd_busy_usec = t.busy_usec;
+        row->fwd_requests = t->requests;
+        row->fwd_errors = t->errors;
+        row->fwd_busy_usec = t->busy_usec;
+        latency_ring_push(&w->latency, &t->latency, row->received);
+}
+
+unsigned capacity_drift_sustain(const Capacity *c) {
+        return MAX(c->config->smoothing_rows, 3U);
+}
+
+/* The drift sentinels: what the report says w holds against what the commander knows of it. */
+static void check_drift(Capacity *c, Worker *w, const Row *row, const WorkerTraffic *t) {
+        DriftInput in = {
+                .has_reported = { [DRIFT_USERS] = row->has_users, [DRIFT_CONNECTIONS] = row->has_connections },
+                .reported = { [DRIFT_USERS] = row->users, [DRIFT_CONNECTIONS] = row->connections },
+                .has_expected = { [DRIFT_USERS] = c->sources.worker_users != NULL,
+                                  [DRIFT_CONNECTIONS] = t->has_forward },
+                .expected = { [DRIFT_USERS] = capacity_worker_users(c, w), [DRIFT_CONNECTIONS] = t->connections },
+        };
+        unsigned began, ended;
+
+        began = drift_observe(&w->drift, &in, capacity_drift_sustain(c), row->received, &ended);
+        for (DriftRegister r = 0; r < _DRIFT_REGISTER_MAX; r++) {
+                const DriftState *s = &w->drift.state[r];
+                const char *name = drift_register_to_string(r);
+                _cleanup_free_ char *extra = NULL;
+                char span[32];
+
+                if (ended & (1U << r))
+                        log_info("Drift of %s on %s is over: the worker and the commander agree again", name,
+                                 WORKER_NAME(w));
+                if (!(began & (1U << r)))
+                        continue;
+                if (asprintf(&extra, "EP_DRIFT_REGISTER=%s\nEP_DRIFT_REPORTED=%u\nEP_DRIFT_EXPECTED=%u", name,
+                             s->reported, s->expected) < 0)
+                        extra = NULL;
+                log_struct(LOG_WARNING,
+                           LOG_FIELDS(.message_id = MESSAGE_ID_DRIFT, .event = "drift", .worker = (int) w->id,
+                                      .extra = extra),
+                           "Drift on %s: the worker reports %u %s, the commander knows of %u (%u reports in a row, "
+                           "%s)",
+                           WORKER_NAME(w), s->reported, name, s->expected, s->streak,
+                           format_timespan(span, sizeof span, row->received - s->since));
+        }
 }
 
 void capacity_take_row(Capacity *c, Worker *w, Row *row) {
+        WorkerTraffic t;
+
         /* w's share of the summary changes with its reading: out now, in again once interpreted */
         account_forget(c, w);
-        fill_traffic(c, w, row);
+        fill_traffic(c, w, row, &t);
+        check_drift(c, w, row, &t);
         window_push(&w->window, row);                                          /* archive */
         evaluator_interpret(&w->window, &c->evaluator, row->received, &w->reading); /* interpret */
         if (summary_valid(c))

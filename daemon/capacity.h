@@ -29,6 +29,18 @@ typedef struct Hold {
         char reason[256];
 } Hold;
 
+/* The last decision that was journaled (a spawn, a retire, a drain, a hold or a refusal begun), kept for
+ * the status surfaces: what it was, why, and the ledger it was taken on. */
+typedef struct DecisionRecord {
+        bool set;
+        DecisionKind kind;
+        int worker;
+        usec_t at;
+        Ledger ledger;
+        char what[64];    /* "Scale-up: spawning a worker" */
+        char reason[256];
+} DecisionRecord;
+
 /* Where the shell learns what it does not measure itself. */
 typedef struct CapacitySources {
         /* Logged-in users placed on worker (the surface); NULL: none known. */
@@ -70,6 +82,7 @@ typedef struct Capacity {
         Hold compaction_hold;
         DecisionKind last_scale_up;
         DecisionKind last_compaction;
+        DecisionRecord last_decision;
 
         /* The policies' view of the pool as running sums (policy.h), valid while the pool's generation
          * is the one it was built at and until a fresh worker could have turned stale (recheck_at). */
@@ -94,7 +107,8 @@ void capacity_set_actions(Capacity *c, const CapacityActions *actions);
 void capacity_setup_parameters(Capacity *c);
 
 /* A report of w arrived as row (PoolHooks.report): the commander's own measures added to it, archive,
- * interpret, account, and check capacity when w is routable. */
+ * interpret, account, and check capacity when w is routable. On the way, w's drift sentinels take the
+ * report (a drift that became sustained is journaled once) and its response times a snapshot. */
 void capacity_take_row(Capacity *c, Worker *w, Row *row);
 
 /* Re-runs scale-up and compaction: on reports and whenever the pool changed. Does nothing while the pool
@@ -103,6 +117,9 @@ void capacity_check(Capacity *c);
 
 /* The freshness of w's reading at now (and since when it is not fresh), as the policies see it. */
 Freshness capacity_freshness(const Capacity *c, const Worker *w, usec_t now, usec_t *ret_since);
+
+/* Reports in a row that must differ before a drift is sustained: the smoothing period, at least 3. */
+unsigned capacity_drift_sustain(const Capacity *c);
 
 /* Logged-in users placed on w (0 when nobody tells). */
 unsigned capacity_worker_users(const Capacity *c, const Worker *w);

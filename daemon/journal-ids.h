@@ -21,3 +21,4 @@
 #define MESSAGE_ID_PLACE "f1494a3e59650bf20abb44b2fe595a22"        /* a user was placed on a worker */
 #define MESSAGE_ID_MOVE "06113336199275f13a3bf8c2c08918bf"         /* a user moved between workers */
 #define MESSAGE_ID_RELOAD "a609008ad66749159ecfff1d2e8377c8"       /* the configuration was reloaded, or not */
+#define MESSAGE_ID_DRIFT "d6906896e57d4ac0a60b8f10f79d1caf"        /* a register count drifted from the commander's */

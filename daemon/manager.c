@@ -660,6 +660,8 @@ void manager_wire(Manager *m) {
                 .compaction = &m->compaction,
                 .relief = &m->relief,
                 .rollout = &m->rollout,
+                .surface = &m->surface,
+                .moves = &m->moves,
                 .reload_error = &m->reload_error,
         };
 }

@@ -62,6 +62,38 @@ static void journal_end(const Move *mv, const MoveEnd *e, unsigned held) {
                 format_timespan(span, sizeof span, e->pause), mv->why, (unsigned long long) e->bytes, held);
 }
 
+static void remember_end(Moves *m, const MoveEnd *e, usec_t now) {
+        MoveRecord *r = &m->recent[m->recent_head];
+
+        *r = (MoveRecord) {
+                .id = e->id,
+                .from = e->from,
+                .to = e->to,
+                .switched = e->switched,
+                .repointed = e->repointed,
+                .bytes = e->bytes,
+                .pause = e->pause,
+                .ended = now,
+        };
+        snprintf(r->user, sizeof r->user, "%s", e->user);
+        snprintf(r->outcome, sizeof r->outcome, "%s", e->outcome);
+        m->recent_head = (m->recent_head + 1) % MOVES_RECENT;
+        if (m->n_recent < MOVES_RECENT)
+                m->n_recent++;
+        if (!e->switched)
+                m->aborted++;
+        else if (e->repointed)
+                m->repointed++;
+        else
+                m->done++;
+}
+
+const MoveRecord *moves_recent(const Moves *m, unsigned age) {
+        if (age >= m->n_recent)
+                return NULL;
+        return &m->recent[(m->recent_head + MOVES_RECENT - 1 - age) % MOVES_RECENT];
+}
+
 /* Ends the move; the user stays on A unless switched. Held requests go wherever the user now is. */
 static void finish(Move *mv, bool switched, bool target_failed, const char *outcome, usec_t now) {
         Moves *m = mv->moves;
@@ -81,6 +113,7 @@ static void finish(Move *mv, bool switched, bool target_failed, const char *outc
         };
 
         journal_end(mv, &e, held);
+        remember_end(m, &e, now);
         m->surface->version++; /* the user's "moving" ends */
         u->move = NULL;
         mv->user = NULL;

@@ -83,13 +83,33 @@ typedef struct MoveHooks {
         void *userdata;
 } MoveHooks;
 
+/* A move that ended, as the status surfaces show it. */
+typedef struct MoveRecord {
+        uint64_t id;
+        char user[129];      /* cut short past 128 bytes */
+        unsigned from, to;
+        bool switched, repointed;
+        uint64_t bytes;
+        usec_t pause;
+        usec_t ended;
+        char outcome[160];
+} MoveRecord;
+
+#define MOVES_RECENT 16
+
 struct Moves {
         sd_event *event;     /* arms each move's timeout; NULL: the caller runs moves_expire() itself */
         Surface *surface;    /* where users live */
         usec_t timeout;      /* a move gives up past this */
         MoveHooks hooks;
         Move *list;          /* in progress */
-        uint64_t next_id;
+        uint64_t next_id;    /* also: moves started */
+
+        /* for the status surfaces: the last MOVES_RECENT ends (a ring; recent_head is the next slot) and
+         * how every move ended */
+        MoveRecord recent[MOVES_RECENT];
+        unsigned n_recent, recent_head;
+        uint64_t done, repointed, aborted;
 };
 
 /* timeout: how long a move may take before it is aborted; keep it under the front end's hold timeout,
@@ -116,5 +136,8 @@ void move_on_frame(Moves *m, unsigned worker, const Frame *f, usec_t now);
 void move_worker_gone(Moves *m, unsigned worker, usec_t now);
 /* u logs out or leaves: its move is cancelled (the held requests are released first). */
 void move_cancel(Moves *m, SurfaceUser *u, const char *why, usec_t now);
+/* The age-th most recent end (0: the latest); NULL past the ones kept. */
+const MoveRecord *moves_recent(const Moves *m, unsigned age);
+
 /* Aborts every move that has not ended timeout after it started (each move's timer calls this). */
 void moves_expire(Moves *m, usec_t now);

@@ -843,6 +843,7 @@ void pool_worker_exited(Pool *p, Worker *w, const siginfo_t *si) {
         check_exec_error(p, w);
         oom = describe_death(p, w, si, cause, sizeof cause);
         p->deaths++;
+        p->deaths_by_cause[worker_death_cause(si, oom, expected, w->exec_failed)]++;
         if (w->exec_failed)
                 snprintf(why, sizeof why, " (its command could not be executed)");
         else if (w->stop_reason)

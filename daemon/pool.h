@@ -9,6 +9,7 @@
  * upwards through PoolHooks, which the manager wires to the capacity shell, the services and the front
  * end; actions come back down as calls (pool_spawn, pool_retire_worker, pool_stop). */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
@@ -21,6 +22,29 @@
 #include "spawn-throttle.h"
 #include "window.h"
 #include "worker.h"
+
+/* Why a worker was spawned, for the counters of the status surfaces. The caller of pool_spawn() knows
+ * and counts it (pool_count_spawn()). */
+typedef enum PoolSpawnCause {
+        POOL_SPAWN_FLOOR,    /* fewer than min_workers: a worker died or the group starts */
+        POOL_SPAWN_SCALE_UP, /* the policies found no room */
+        POOL_SPAWN_OPERATOR, /* asked over D-Bus (ScaleTo) */
+        _POOL_SPAWN_CAUSE_MAX,
+        _POOL_SPAWN_CAUSE_INVALID = -EINVAL,
+} PoolSpawnCause;
+
+static inline const char *pool_spawn_cause_to_string(PoolSpawnCause c) {
+        switch (c) {
+        case POOL_SPAWN_FLOOR:
+                return "floor";
+        case POOL_SPAWN_SCALE_UP:
+                return "scale-up";
+        case POOL_SPAWN_OPERATOR:
+                return "operator";
+        default:
+                return NULL;
+        }
+}
 
 typedef struct PoolHooks {
         /* w became routable (the pool's own bookkeeping done, the reception set). */
@@ -79,6 +103,8 @@ typedef struct Pool {
         bool stopping;
         bool warned_fork;       /* said once that clone3 is missing */
         uint64_t reports_received, spawns, deaths, spawn_failures;
+        uint64_t spawns_by_cause[_POOL_SPAWN_CAUSE_MAX]; /* spawns that began, by why (pool_count_spawn()) */
+        uint64_t deaths_by_cause[_WORKER_DEATH_MAX];
 
         const PoolHooks *hooks;
         void *userdata;
@@ -100,6 +126,12 @@ void pool_remove_worker(Pool *p, Worker *w);
 void pool_pick_reception(Pool *p);
 /* Routable workers (what READY=1 waits for). */
 unsigned pool_routable(const Pool *p);
+
+/* A spawn for cause began (pool_spawn() returned 0): counted for the status surfaces. */
+static inline void pool_count_spawn(Pool *p, PoolSpawnCause cause) {
+        if (cause >= 0 && cause < _POOL_SPAWN_CAUSE_MAX)
+                p->spawns_by_cause[cause]++;
+}
 
 /* Starts one worker. 0, -EAGAIN when the spawn throttle defers it (a retry is scheduled),
  * -ECANCELED once the throttle gave up, -errno on failure (logged). */

@@ -11,9 +11,11 @@
 #include "capacity.h"
 #include "compaction.h"
 #include "frontend-port.h"
+#include "move.h"
 #include "pool.h"
 #include "relief.h"
 #include "rollout.h"
+#include "surface.h"
 
 /* What the status surfaces read: the manager's parts, and the front end through its hooks. */
 typedef struct StatusView {
@@ -23,6 +25,8 @@ typedef struct StatusView {
         const Compaction *compaction;  /* NULL: no drains to show */
         const Relief *relief;          /* NULL: no relief rounds to show */
         const Rollout *rollout;        /* NULL: no rolling reloads to show */
+        const Surface *surface;        /* who lives where, with each user's consumption; NULL: unknown */
+        const Moves *moves;            /* moves under way and recent ones; NULL: none to show */
         char *const *reload_error;     /* where the last reload's failure is kept (NULL: nowhere) */
         const FrontendHooks *frontend; /* NULL without a front end */
         void *frontend_data;

@@ -25,6 +25,31 @@ const char *worker_state_to_string(WorkerState s) {
         return s >= 0 && s < _WORKER_STATE_MAX ? table[s] : NULL;
 }
 
+const char *worker_death_cause_to_string(WorkerDeathCause c) {
+        static const char *const table[_WORKER_DEATH_MAX] = {
+                [WORKER_DEATH_STOPPED] = "stopped",
+                [WORKER_DEATH_EXITED] = "exited",
+                [WORKER_DEATH_SIGNALED] = "signaled",
+                [WORKER_DEATH_OOM] = "oom",
+                [WORKER_DEATH_EXEC_FAILED] = "exec-failed",
+                [WORKER_DEATH_UNKNOWN] = "unknown",
+        };
+        return c >= 0 && c < _WORKER_DEATH_MAX ? table[c] : NULL;
+}
+
+WorkerDeathCause worker_death_cause(const siginfo_t *si, bool oom, bool expected, bool exec_failed) {
+        if (exec_failed)
+                return WORKER_DEATH_EXEC_FAILED;
+        /* before oom: the SIGKILL after a stop's grace is still the stop we asked for */
+        if (expected)
+                return WORKER_DEATH_STOPPED;
+        if (oom)
+                return WORKER_DEATH_OOM;
+        if (!si)
+                return WORKER_DEATH_UNKNOWN;
+        return si->si_code == CLD_EXITED ? WORKER_DEATH_EXITED : WORKER_DEATH_SIGNALED;
+}
+
 int worker_new(Pool *p, unsigned id, Worker **ret) {
         Worker *w;
 

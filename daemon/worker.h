@@ -7,6 +7,7 @@
  * shell (capacity.c) the archive of its reports and what it makes of them. */
 
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -14,7 +15,9 @@
 
 #include "backend.h"
 #include "channel.h"
+#include "drift.h"
 #include "evaluator.h"
+#include "latency.h"
 #include "policy.h"
 #include "window.h"
 
@@ -32,6 +35,22 @@ typedef enum WorkerState {
 } WorkerState;
 
 const char *worker_state_to_string(WorkerState s);
+
+/* How a worker ended, for the counters of the status surfaces (the journal line says it in words). */
+typedef enum WorkerDeathCause {
+        WORKER_DEATH_STOPPED,     /* we asked it to leave (retired, stopped): an end we wanted */
+        WORKER_DEATH_EXITED,      /* it exited on its own */
+        WORKER_DEATH_SIGNALED,    /* a signal we did not send: a crash, an operator's kill */
+        WORKER_DEATH_OOM,         /* killed by the OOM killer, as memory.events tells */
+        WORKER_DEATH_EXEC_FAILED, /* its command could not be executed */
+        WORKER_DEATH_UNKNOWN,     /* no exit status: a worker taken back after a restart is not our child */
+        _WORKER_DEATH_MAX,
+        _WORKER_DEATH_INVALID = -EINVAL,
+} WorkerDeathCause;
+
+const char *worker_death_cause_to_string(WorkerDeathCause c);
+/* The cause of a death from its exit status (si NULL: unknown) and what the pool knew of it. */
+WorkerDeathCause worker_death_cause(const siginfo_t *si, bool oom, bool expected, bool exec_failed);
 
 typedef struct Worker {
         Pool *pool;
@@ -85,6 +104,9 @@ typedef struct Worker {
         Window window;
         Reading reading;
         PolicyShare share;
+        /* ... and, for the status surfaces, its response times of the last minute and its drift sentinels */
+        LatencyRing latency;
+        DriftSentinel drift;
 } Worker;
 
 int worker_new(Pool *p, unsigned id, Worker **ret);
