@@ -103,6 +103,8 @@ bool latency_ring_recent(const LatencyRing *r, const LatencyHistogram *current, 
         o = oldest(r);
         if (!latency_histogram_delta(current, &r->snapshot[o], ret))
                 return false;
+        if (r->count < LATENCY_RING_SIZE)
+                *ret = *current;
         *ret_span = now > r->at[o] ? now - r->at[o] : 0;
         return true;
 }

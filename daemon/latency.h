@@ -53,7 +53,9 @@ typedef struct LatencyRing {
  * empties the ring first. */
 void latency_ring_push(LatencyRing *r, const LatencyHistogram *current, usec_t now);
 
-/* What current (cumulative, at now) gained since the oldest snapshot, and over how long. false when the
+/* What current (cumulative, at now) gained since the oldest snapshot, and over how long (since that
+ * snapshot). Until the ring is full the counters are younger than its minute: then it is all of current,
+ * since they began (a zero state), which includes what came before the first snapshot. false when the
  * ring is empty or current is not a later state of the same counters. */
 bool latency_ring_recent(const LatencyRing *r, const LatencyHistogram *current, usec_t now,
                          LatencyHistogram *ret, usec_t *ret_span);
