@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <http_parser.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ struct PopulationFetch {
         bool connected;
         http_parser parser;
         bool complete, ended;
+        bool too_large;         /* the answer announced or sent more than POPULATION_FETCH_BODY_MAX */
         char *body;
         size_t body_len, body_cap;
         usec_t started;
@@ -65,8 +67,10 @@ static int on_body(http_parser *p, const char *at, size_t len) {
         size_t want = f->body_len + len + 1;
         char *b;
 
-        if (want > POPULATION_FETCH_BODY_MAX + 1)
-                return 1; /* finish() below says why */
+        if (want > POPULATION_FETCH_BODY_MAX + 1) {
+                f->too_large = true;
+                return 1;
+        }
         if (want > f->body_cap) {
                 size_t cap = MAX(want, MIN(f->body_cap * 2, (size_t) POPULATION_FETCH_BODY_MAX + 1));
                 b = realloc(f->body, cap);
@@ -81,6 +85,17 @@ static int on_body(http_parser *p, const char *at, size_t len) {
         return 0;
 }
 
+/* An announced length over the cap fails at once, before a byte of it is read. */
+static int on_headers_complete(http_parser *p) {
+        PopulationFetch *f = p->data;
+
+        if (p->content_length != ULLONG_MAX && p->content_length > POPULATION_FETCH_BODY_MAX) {
+                f->too_large = true;
+                return -1;
+        }
+        return 0;
+}
+
 static int on_message_complete(http_parser *p) {
         PopulationFetch *f = p->data;
 
@@ -90,6 +105,7 @@ static int on_message_complete(http_parser *p) {
 }
 
 static const http_parser_settings parser_settings = {
+        .on_headers_complete = on_headers_complete,
         .on_body = on_body,
         .on_message_complete = on_message_complete,
 };
@@ -103,9 +119,12 @@ static bool parse(PopulationFetch *f, const char *buf, size_t len) {
                 finish(f, 0, NULL);
                 return true;
         }
+        if (f->too_large) {
+                finish(f, -EFBIG, "answer larger than %u bytes", POPULATION_FETCH_BODY_MAX);
+                return true;
+        }
         if (e == HPE_CB_body) {
-                finish(f, f->body_len + len > POPULATION_FETCH_BODY_MAX ? -EFBIG : -ENOMEM,
-                       "answer larger than %u bytes", POPULATION_FETCH_BODY_MAX);
+                finish(f, -ENOMEM, "out of memory reading the answer");
                 return true;
         }
         if (e != HPE_OK || n != len) {

@@ -366,7 +366,7 @@ static unsigned write_row(FILE *f, const StatusView *v, const Worker *w, unsigne
 }
 
 int population_write(const Population *p, const StatusView *v, FILE *f) {
-        usec_t now = loop_now(p->event);
+        usec_t now = now_usec(CLOCK_MONOTONIC); /* the clock the surface's times are in */
         unsigned users = 0, answered = 0;
         size_t ti = 0;
         bool first = true;
