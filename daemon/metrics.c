@@ -83,7 +83,7 @@ static void write_occupancy(Exposition *e) {
                         sample_double(e, "worker_component_ratio", l, w->reading.occupancy.component[c]);
                 }
         }
-        family(e, "worker_memory_bytes", "gauge", "memory.current of the worker's cgroup, as last reported.");
+        family(e, "worker_memory_bytes", "gauge", "The memory.current of the worker's cgroup, as last reported.");
         FOREACH_WORKER(e, w) {
                 const Row *r = window_latest(&w->window);
                 if (r && r->has_memory)
@@ -93,7 +93,7 @@ static void write_occupancy(Exposition *e) {
         FOREACH_WORKER(e, w) sample_u64(e, "worker_users", worker_label(w, l, sizeof l),
                                         capacity_worker_users(e->v->capacity, w));
         family(e, "worker_drift", "gauge",
-               "1 while a register the worker reports (users, connections) drifts from the commander's count.");
+               "Whether (1) a register the worker reports (users, connections) drifts from the commander's count.");
         FOREACH_WORKER(e, w) {
                 for (DriftRegister r = 0; r < _DRIFT_REGISTER_MAX; r++) {
                         snprintf(l, sizeof l, ",worker=\"w%u\",register=\"%s\"", w->id, drift_register_to_string(r));
@@ -162,7 +162,7 @@ static void write_decisions(Exposition *e) {
         Ledger l;
 
         family(e, "hold", "gauge",
-               "1 while a decision is held, waits or is refused; the reason is in /_commander/monitor.json.");
+               "Whether (1) a decision is held, waits or is refused; the reason is in /_commander/monitor.json.");
         sample_u64(e, "hold", ",decision=\"scale-up\"", c->scale_up_hold.active);
         sample_u64(e, "hold", ",decision=\"compaction\"", c->compaction_hold.active);
         capacity_policy_input(e->v->capacity, &in);
@@ -175,7 +175,7 @@ static void write_decisions(Exposition *e) {
         family(e, "ledger_headroom_ratio", "gauge",
                "The capacity ledger's H = C - O; compaction when over margin x admission_threshold.");
         sample_double(e, "ledger_headroom_ratio", "", l.headroom);
-        family(e, "ledger_threshold_ratio", "gauge", "margin x admission_threshold, what H is compared with.");
+        family(e, "ledger_threshold_ratio", "gauge", "The compaction threshold, margin x admission_threshold, that H is compared with.");
         sample_double(e, "ledger_threshold_ratio", "", l.threshold);
 }
 

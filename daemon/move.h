@@ -95,7 +95,7 @@ typedef struct MoveRecord {
         char outcome[160];
 } MoveRecord;
 
-#define MOVES_RECENT 16
+#define MOVES_RECENT 16U
 
 struct Moves {
         sd_event *event;     /* arms each move's timeout; NULL: the caller runs moves_expire() itself */

@@ -409,6 +409,55 @@ static void test_manager_check_capacity_refused_spawn(void **state) {
         assert_int_equal(m->capacity.scale_up_hold.kind, DECISION_REFUSED);
         assert_non_null(strstr(m->capacity.scale_up_hold.reason, "spawning stopped"));
         assert_int_equal(m->pool.n_workers, 3);
+        /* kept for the monitor: the last journaled decision, its reason and ledger */
+        assert_true(m->capacity.last_decision.set);
+        assert_int_equal(m->capacity.last_decision.kind, DECISION_REFUSED);
+        assert_string_equal(m->capacity.last_decision.what, "scale-up refused");
+        assert_string_equal(m->capacity.last_decision.reason, m->capacity.scale_up_hold.reason);
+        assert_int_equal(m->capacity.last_decision.ledger.n, 3);
+        /* a spawn that never began is counted under no cause */
+        for (PoolSpawnCause c = 0; c < _POOL_SPAWN_CAUSE_MAX; c++)
+                assert_int_equal(m->pool.spawns_by_cause[c], 0);
+}
+
+/* A report's row as the capacity shell takes it, with the users register. */
+static void take_users_row(Worker *w, uint32_t users) {
+        Row row = { .received = fixture_now, .has_cpu = true, .cpu = 0.1, .has_users = true, .users = users };
+
+        capacity_take_row(&m->capacity, w, &row);
+}
+
+/* The drift sentinels run on every report: the worker's users against the surface's, sustained after
+ * smoothing_rows reports in a row (at least 3), over once they agree; a report without the register
+ * changes nothing. */
+static void test_manager_take_row_drift(void **state) {
+        Worker *w = fixture_add_worker(m, WORKER_ROUTABLE);
+        unsigned sustain = capacity_drift_sustain(&m->capacity);
+
+        assert_int_equal(sustain, 6); /* the default smoothing_rows */
+        fixture_set_users(m, w, 2);
+        for (unsigned i = 0; i < 10; i++) {
+                fixture_advance(5 * USEC_PER_SEC);
+                take_users_row(w, 2);
+        }
+        assert_false(drift_any(&w->drift));
+        /* a user logged in around the front end: the worker holds 3, the commander placed 2 */
+        for (unsigned i = 1; i <= sustain; i++) {
+                fixture_advance(5 * USEC_PER_SEC);
+                take_users_row(w, 3);
+                assert_int_equal(w->drift.state[DRIFT_USERS].sustained, i == sustain);
+        }
+        assert_int_equal(w->drift.state[DRIFT_USERS].reported, 3);
+        assert_int_equal(w->drift.state[DRIFT_USERS].expected, 2);
+        assert_int_equal(w->drift.state[DRIFT_USERS].since, fixture_now - (sustain - 1) * 5 * USEC_PER_SEC);
+        /* without a front end the connections register has no commander side: never compared */
+        assert_false(w->drift.state[DRIFT_CONNECTIONS].sustained);
+        assert_int_equal(w->drift.state[DRIFT_CONNECTIONS].streak, 0);
+        /* the commander learns of the user: over */
+        fixture_set_users(m, w, 3);
+        fixture_advance(5 * USEC_PER_SEC);
+        take_users_row(w, 3);
+        assert_false(drift_any(&w->drift));
 }
 
 static void test_manager_check_capacity_stopping_does_nothing(void **state) {
@@ -620,6 +669,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_coalesces_in_large_pool, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_refused_spawn, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_stopping_does_nothing, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_manager_take_row_drift, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_fast_path_agrees, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_fast_path_agrees_missing_and_intervals,
                                                 setup, teardown),

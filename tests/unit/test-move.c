@@ -569,6 +569,46 @@ static void test_move_repoint_across_formats(void **state) {
         workers[2].format = "shop-v1";
         assert_int_equal(move_start(&moves, user_on("pia", 1), 2, "test", now), 0);
         assert_int_equal(sent[n_sent - 1].body, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
+/* The ends kept for the status surfaces: newest first, the last MOVES_RECENT of them, and counted by
+ * outcome. */
+static void test_moves_recent_ring_and_counters(void **state) {
+        SurfaceUser *u;
+        char name[16];
+
+        assert_null(moves_recent(&moves, 0));
+        /* a re-point, an abort, then done moves past the ring's size */
+        workers[1].capabilities = 0;
+        assert_int_equal(move_start_or_repoint(&moves, user_on("rp", 1), 2, "test", now), 0);
+        workers[1].capabilities = SNAPSHOT | INSTALL;
+        u = user_on("ab", 1);
+        assert_int_equal(move_start(&moves, u, 2, "test", now), 0);
+        now += TIMEOUT;
+        moves_expire(&moves, now);
+        assert_int_equal(moves.repointed, 1);
+        assert_int_equal(moves.aborted, 1);
+        assert_string_equal(moves_recent(&moves, 0)->user, "ab");
+        assert_false(moves_recent(&moves, 0)->switched);
+        assert_int_equal(moves_recent(&moves, 0)->pause, TIMEOUT);
+        assert_int_equal(moves_recent(&moves, 0)->ended, now);
+        assert_true(moves_recent(&moves, 1)->repointed);
+        for (unsigned i = 0; i < MOVES_RECENT; i++) {
+                n_releases = n_sent = 0; /* the fakes keep a few */
+                snprintf(name, sizeof name, "d%u", i);
+                u = user_on(name, 1);
+                assert_int_equal(move_start(&moves, u, 2, "test", now), 0);
+                package(1, u->move->id, "blob", NULL);
+                install_result(2, u->move->id, true, NULL);
+                assert_int_equal(u->worker, 2);
+        }
+        assert_int_equal(moves.done, MOVES_RECENT);
+        assert_int_equal(moves.n_recent, MOVES_RECENT);
+        snprintf(name, sizeof name, "d%u", MOVES_RECENT - 1);
+        assert_string_equal(moves_recent(&moves, 0)->user, name);
+        assert_true(moves_recent(&moves, 0)->switched);
+        assert_int_equal(moves_recent(&moves, 0)->bytes, 4);
+        assert_string_equal(moves_recent(&moves, 0)->outcome, "done");
+        assert_string_equal(moves_recent(&moves, MOVES_RECENT - 1)->user, "d0");
+        assert_null(moves_recent(&moves, MOVES_RECENT));
 }
 
 int main(void) {
@@ -585,6 +625,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_move_concurrent_and_done, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_move_repoint, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_move_repoint_across_formats, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_moves_recent_ring_and_counters, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -422,6 +422,27 @@ static void test_pool_handle_frame_move_frames_to_hook(void **state) {
         assert_true(channel_is_open(w->channel));
 }
 
+/* How a death is counted: what we asked for first (a stop that ends with the grace's SIGKILL is a stop),
+ * then the OOM killer, then the exit status; no status at all is unknown. */
+static void test_worker_death_cause(void **state) {
+        siginfo_t exited = { .si_code = CLD_EXITED, .si_status = 1 }, killed = { .si_code = CLD_KILLED, .si_status = 9 },
+                  dumped = { .si_code = CLD_DUMPED, .si_status = 11 };
+
+        assert_int_equal(worker_death_cause(&exited, false, false, false), WORKER_DEATH_EXITED);
+        assert_int_equal(worker_death_cause(&killed, false, false, false), WORKER_DEATH_SIGNALED);
+        assert_int_equal(worker_death_cause(&dumped, false, false, false), WORKER_DEATH_SIGNALED);
+        assert_int_equal(worker_death_cause(&killed, true, false, false), WORKER_DEATH_OOM);
+        assert_int_equal(worker_death_cause(&killed, true, true, false), WORKER_DEATH_STOPPED);
+        assert_int_equal(worker_death_cause(&exited, false, true, false), WORKER_DEATH_STOPPED);
+        assert_int_equal(worker_death_cause(&exited, false, true, true), WORKER_DEATH_EXEC_FAILED);
+        assert_int_equal(worker_death_cause(NULL, false, false, false), WORKER_DEATH_UNKNOWN);
+        for (WorkerDeathCause c = 0; c < _WORKER_DEATH_MAX; c++)
+                assert_non_null(worker_death_cause_to_string(c));
+        assert_null(worker_death_cause_to_string(_WORKER_DEATH_MAX));
+        assert_string_equal(pool_spawn_cause_to_string(POOL_SPAWN_FLOOR), "floor");
+        assert_null(pool_spawn_cause_to_string(_POOL_SPAWN_CAUSE_MAX));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_pool_stale_horizon, setup, teardown),
@@ -441,6 +462,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_pool_handle_frame_ignores_commander_frames, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pool_spawn_failure_before_child_is_throttled, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pool_handle_frame_move_frames_to_hook, setup, teardown),
+                cmocka_unit_test(test_worker_death_cause),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
