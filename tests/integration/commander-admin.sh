@@ -1,7 +1,8 @@
 #!/bin/bash
 # Intent: the admin listener (loopback only) tells an operator the state of the pool without reading
-# code: /_commander/population is the status document, /metrics the same in Prometheus text, where a
-# component the worker does not report is absent rather than 0.
+# code: /_commander/status is the status document, /metrics the same in Prometheus text, where a
+# component the worker does not report is absent rather than 0; /_commander/population asks workers
+# that serve no /_monitor/state and says so per worker instead of failing.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/commander-lib.sh"
 need_cmd curl
@@ -15,15 +16,23 @@ start_commander --no-frontend
 wait_ready
 wait_log "Admin listener on 127.0.0.1:$port"
 
-pop=$(curl -sf "$admin/_commander/population") || fail "no population document"
+pop=$(curl -sf "$admin/_commander/status") || fail "no status document"
 "$EP_PYTHON" -c 'import json, sys
 d = json.loads(sys.argv[1])
 names = [w["name"] for w in d["workers"]]
 assert names == ["w1", "w2"], names
 assert d["workers"][0]["components"]["cpu"] is None, d["workers"][0]["components"]
-assert "holds" in d and "ledger" in d' "$pop" || fail "unexpected population: $pop"
+assert "holds" in d and "ledger" in d' "$pop" || fail "unexpected status: $pop"
+
+# the fake worker has no HTTP server on its socket: an error row each, with the reason, never a failure
+pop=$(curl -sf "$admin/_commander/population") || fail "no population document"
+"$EP_PYTHON" -c 'import json, sys
+d = json.loads(sys.argv[1])
+assert [w["status"] for w in d["workers"]] == ["error", "error"], d
+assert all(w["error"] for w in d["workers"]), d' "$pop" || fail "unexpected population: $pop"
 
 metrics=$(curl -sf "$admin/metrics") || fail "no metrics"
+[[ $(curl -s -o /dev/null -w '%{http_code}' "$admin/_commander/monitor") == 200 ]] || fail "no monitor page"
 grep -q "^elastic_pool_workers{group=\"t$$\",state=\"routable\"} 2$" <<<"$metrics" ||
         fail "metrics lack the two routable workers: $(grep elastic_pool_workers <<<"$metrics")"
 grep -q '^# TYPE elastic_pool_reports_total counter$' <<<"$metrics" || fail "metrics lack TYPE lines"
