@@ -36,7 +36,6 @@ typedef struct AdminConnection AdminConnection;
 struct Admin {
         sd_event *event;
         const StatusView *view;
-        usec_t population_timeout;
         int fd;
         sd_event_source *io;
         char *address;
@@ -173,11 +172,12 @@ static void on_population_done(Population *p, void *userdata) {
 
 static void respond_population(AdminConnection *c) {
         Admin *a = c->admin;
+        /* read where it is used: a reload changes the Config in place */
+        usec_t timeout = a->view->pool->config->admin_population_timeout;
         int r;
 
         if (!a->population) {
-                r = population_start(a->event, a->view, a->population_timeout, on_population_done, a,
-                                     &a->population);
+                r = population_start(a->event, a->view, timeout, on_population_done, a, &a->population);
                 if (r < 0) {
                         log_warning_errno(r, "Failed to ask the workers for their population: %m");
                         respond_text(c, 503, "Service Unavailable", "the workers could not be asked\n");
@@ -187,7 +187,7 @@ static void respond_population(AdminConnection *c) {
         c->awaits_population = true;
         /* the fan-out ends by its own deadline: the client gets that long plus the usual */
         (void) sd_event_source_set_io_events(c->io, 0);
-        (void) sd_event_source_set_time_relative(c->timer, a->population_timeout + ADMIN_WRITE_TIMEOUT);
+        (void) sd_event_source_set_time_relative(c->timer, timeout + ADMIN_WRITE_TIMEOUT);
 }
 
 /* ---- routing ---- */
@@ -382,7 +382,6 @@ int admin_new(sd_event *event, const char *address, const StatusView *view, Admi
         *a = (Admin) {
                 .event = event,
                 .view = view,
-                .population_timeout = config->admin_population_timeout,
                 .fd = -EBADF,
         };
         a->address = strdup(address);

@@ -20,8 +20,8 @@
 typedef struct Admin Admin;
 
 /* Listens on address ("127.0.0.1:9090", "[::1]:9090" or an absolute Unix path) and answers from view,
- * which must outlive it; its settings (admin_allow_public, admin_population_timeout) are read from
- * view->pool->config. An address that is not loopback or a Unix path is refused (-EPERM) unless
- * admin_allow_public. 0 or -errno (logged). */
+ * which must outlive it; its settings are read from view->pool->config (admin_allow_public here,
+ * admin_population_timeout at each fan-out, so a reload applies it). An address that is not loopback
+ * or a Unix path is refused (-EPERM) unless admin_allow_public. 0 or -errno (logged). */
 int admin_new(sd_event *event, const char *address, const StatusView *view, Admin **ret);
 Admin *admin_free(Admin *a);

@@ -175,7 +175,8 @@ static void write_decisions(Exposition *e) {
         family(e, "ledger_headroom_ratio", "gauge",
                "The capacity ledger's H = C - O; compaction when over margin x admission_threshold.");
         sample_double(e, "ledger_headroom_ratio", "", l.headroom);
-        family(e, "ledger_threshold_ratio", "gauge", "The compaction threshold, margin x admission_threshold, that H is compared with.");
+        family(e, "ledger_threshold_ratio", "gauge",
+               "The compaction threshold, margin x admission_threshold, that H is compared with.");
         sample_double(e, "ledger_threshold_ratio", "", l.threshold);
 }
 
