@@ -569,6 +569,8 @@ static void test_move_repoint_across_formats(void **state) {
         workers[2].format = "shop-v1";
         assert_int_equal(move_start(&moves, user_on("pia", 1), 2, "test", now), 0);
         assert_int_equal(sent[n_sent - 1].body, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
+}
+
 /* The ends kept for the status surfaces: newest first, the last MOVES_RECENT of them, and counted by
  * outcome. */
 static void test_moves_recent_ring_and_counters(void **state) {
