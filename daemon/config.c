@@ -197,6 +197,8 @@ static const KeyInfo key_table[_CONFIG_KEY_MAX] = {
         KEY(COOKIE_MAX_AGE, "frontend", cookie_max_age, VALUE_DURATION, RULE_POSITIVE),
         KEY(MAX_REVOKED_USERS, "frontend", max_revoked_users, VALUE_UINT32, RULE_POSITIVE),
         KEY(USER_EXPIRY, "frontend", user_expiry, VALUE_DURATION, RULE_NONE),
+        KEY(WEBSOCKET, "frontend", websocket, VALUE_BOOL, RULE_NONE),
+        KEY(WEBSOCKET_IDLE_TIMEOUT, "frontend", websocket_idle_timeout, VALUE_DURATION, RULE_POSITIVE),
 };
 
 static const char *const section_table[] = {"worker", "pool", "policy", "frontend"};
@@ -701,6 +703,8 @@ int config_init_defaults(Config *c) {
                 .cookie_max_age = 7 * 24 * 3600 * USEC_PER_SEC,
                 .max_revoked_users = 100000,
                 .admin_population_timeout = USEC_PER_SEC,
+                .websocket = true,
+                .websocket_idle_timeout = 600 * USEC_PER_SEC,
         };
 
         if (strv_consume(&c->exec, strdup(EP_DEMO_WORKER_PATH)) < 0)

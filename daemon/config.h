@@ -86,6 +86,8 @@ typedef enum ConfigKey {
         CONFIG_KEY_COOKIE_MAX_AGE,
         CONFIG_KEY_MAX_REVOKED_USERS,
         CONFIG_KEY_USER_EXPIRY,
+        CONFIG_KEY_WEBSOCKET,
+        CONFIG_KEY_WEBSOCKET_IDLE_TIMEOUT,
         _CONFIG_KEY_MAX,
         _CONFIG_KEY_INVALID = -EINVAL,
 } ConfigKey;
@@ -160,6 +162,9 @@ typedef struct Config {
         uint32_t max_revoked_users;          /* 100000 logouts kept on record (their cookies revoked) */
         usec_t user_expiry;                  /* 0 = cookie_max_age: a user without a request for this long
                                               * leaves the surface (config_user_expiry()) */
+        bool websocket;                      /* yes: Upgrade: websocket (h1) and extended CONNECT (h2) are
+                                              * tunnelled to the worker; no: served as plain requests */
+        usec_t websocket_idle_timeout;       /* 10 min: a tunnel with no byte either way is ended (1001) */
 
         /* Line of the last assignment of each key in path; 0 = not set by the file (default, or set in
          * code). Cross-key errors name these lines. */

@@ -113,6 +113,8 @@ static void assert_config_equal(const Config *a, const Config *b) {
         assert_int_equal(a->relief_moves, b->relief_moves);
         assert_int_equal(a->move_timeout, b->move_timeout);
         assert_int_equal(a->user_expiry, b->user_expiry);
+        assert_int_equal(a->websocket, b->websocket);
+        assert_int_equal(a->websocket_idle_timeout, b->websocket_idle_timeout);
 }
 
 static void test_config_init_defaults_values(void **state) {
@@ -271,6 +273,8 @@ static void test_config_load_every_key(void **state) {
                 ROW(COOKIE_MAX_AGE, "frontend", cookie_max_age, "1d", U64, 86400 * USEC_PER_SEC),
                 ROW(MAX_REVOKED_USERS, "frontend", max_revoked_users, "5000", U32, 5000),
                 ROW(USER_EXPIRY, "frontend", user_expiry, "2h", U64, 7200 * USEC_PER_SEC),
+                ROW(WEBSOCKET, "frontend", websocket, "no", BOOL, false),
+                ROW(WEBSOCKET_IDLE_TIMEOUT, "frontend", websocket_idle_timeout, "90s", U64, 90 * USEC_PER_SEC),
         };
         _cleanup_free_ char *text = NULL, *error = NULL, *path = NULL;
         bool seen[_CONFIG_KEY_MAX] = {};
