@@ -82,4 +82,12 @@ typedef struct FrontendHooks {
         /* false when the front end knows nothing of wN. */
         bool (*worker_traffic)(void *frontend, unsigned worker, WorkerTraffic *ret);
         void (*totals)(void *frontend, FrontendTotals *ret);
+
+        /* WebSocket tunnels (daemon/frontend/tunnel.c). A tunnel is an open request of its user and of its
+         * worker for as long as it lives; worker_draining ends the worker's tunnels (close 1001) once its
+         * HTTP requests are done. */
+        /* The move of user began (its flag is up, its new requests are held): its tunnels end with close
+         * 1001, so that it quiesces; its clients reconnect, are held, and land on its new worker. The
+         * move service calls it when a move or re-point of a user starts. */
+        void (*user_moving)(void *frontend, const char *user);
 } FrontendHooks;

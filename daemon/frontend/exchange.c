@@ -21,6 +21,7 @@
 #include "macro.h"
 #include "router.h"
 #include "session.h"
+#include "tunnel.h"
 
 static uint64_t next_random(Frontend *fe) {
         /* xorshift128+: request ids must be unique-looking, not unguessable */
@@ -125,6 +126,7 @@ Exchange *exchange_free(Exchange *x) {
         if (!x)
                 return NULL;
         fe = x->frontend;
+        tunnel_close(x);
         if (x->state == EXCHANGE_HELD)
                 router_unhold(fe, x);
         else if (x->upstream)
@@ -155,6 +157,10 @@ int exchange_request_body(Exchange *x, const void *data, size_t size) {
                 return router_hold_body(x, data, size, false);
         case EXCHANGE_FORWARDING:
         case EXCHANGE_RESPONDING:
+                if (x->tunnel)
+                        return tunnel_from_client(x, data, size);
+                if (x->req.websocket) /* before the worker's 101: kept for the tunnel */
+                        return router_hold_body(x, data, size, false);
                 r = forward_request_body(x, data, size);
                 if (r == 1)
                         x->request_body_paused = true;
@@ -173,6 +179,10 @@ int exchange_request_end(Exchange *x) {
         case EXCHANGE_FORWARDING:
         case EXCHANGE_RESPONDING:
                 x->request_body_done = true;
+                if (x->tunnel)
+                        return tunnel_client_end(x);
+                if (x->req.websocket)
+                        return router_hold_body(x, NULL, 0, true);
                 return forward_request_end(x);
         default:
                 return -ECANCELED;
@@ -208,6 +218,7 @@ static void logout(Frontend *fe, Exchange *x) {
  * connection and calls no more, so the exchange ends here. */
 static int client_result(Exchange *x, int r) {
         if (r < 0 && x->state != EXCHANGE_DONE) {
+                tunnel_close(x);
                 x->state = EXCHANGE_DONE;
                 x->upstream = NULL;
                 router_request_closed(x->frontend, x);
@@ -220,9 +231,14 @@ static int on_response_head(Exchange *x, ResponseHead *h, const char *user, size
         char name[COOKIE_USER_MAX + 1], buf[COOKIE_VALUE_MAX + 128];
         HeaderField extra[1];
         size_t n_extra = 0;
+        int r;
 
         x->state = EXCHANGE_RESPONDING;
         x->status = h->status;
+        if (h->status == 101 && tunnel_open(x) < 0) {
+                log_oom();
+                return client_result(x, -ENOMEM);
+        }
         if (user && user_len == 1 && user[0] == '-') {
                 logout(fe, x);
                 extra[n_extra++] = session_cookie_field(fe, x, NULL, buf, sizeof buf);
@@ -239,17 +255,23 @@ static int on_response_head(Exchange *x, ResponseHead *h, const char *user, size
                             x->id);
         h->extra = extra;
         h->n_extra = n_extra;
-        return client_result(x, x->client->response_head(x, h));
+        r = client_result(x, x->client->response_head(x, h));
+        if (r >= 0 && x->tunnel)
+                router_replay_held_body(x, tunnel_from_client, tunnel_client_end);
+        return r;
 }
 
 static int on_response_body(Exchange *x, const void *data, size_t size) {
         x->response_bytes += size;
+        if (x->tunnel)
+                return client_result(x, tunnel_from_worker(x, data, size));
         return client_result(x, x->client->response_body(x, data, size));
 }
 
 static int on_response_end(Exchange *x) {
         Frontend *fe = x->frontend;
 
+        tunnel_close(x);
         x->state = EXCHANGE_DONE;
         x->upstream = NULL;
         fe->responses++;
@@ -263,6 +285,7 @@ static void on_fail(Exchange *x, unsigned status, const char *reason) {
         unsigned shown = head_sent ? x->status : status;
         char extra[REQUEST_LOG_FIELDS_MAX];
 
+        tunnel_close(x);
         x->upstream = NULL;
         x->state = EXCHANGE_DONE;
         fe->errors++;

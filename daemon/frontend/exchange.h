@@ -38,6 +38,7 @@ typedef struct Exchange Exchange;
 typedef struct Frontend Frontend;
 typedef struct Upstream Upstream;
 typedef struct HeldBody HeldBody;
+typedef struct Tunnel Tunnel;
 
 /* Field names and values point into memory owned by whoever filled the head (the client side's
  * buffer or arena, the forward side's buffer) and stay valid for the exchange's life or, for the
@@ -66,6 +67,9 @@ typedef struct RequestHead {
         uint64_t content_length;
         bool expect_continue;      /* the client waits for 100 Continue before sending the body */
         bool head_method;          /* HEAD: the response has no body whatever it says */
+        bool websocket;            /* a WebSocket opening handshake (h1 Upgrade: websocket, h2 extended
+                                      CONNECT): goes to the worker as an HTTP/1.1 upgrade; after its 101 the
+                                      exchange is a tunnel (tunnel.h) */
 } RequestHead;
 
 typedef struct ResponseHead {
@@ -149,7 +153,9 @@ struct Exchange {
         /* held while the user moves */
         Exchange *held_next;
         usec_t held_since;
-        HeldBody *held_body;       /* body bytes that arrived while it was held */
+        HeldBody *held_body;       /* body bytes that arrived while it was held (or, for a WebSocket
+                                      handshake, before the worker's 101) */
+        Tunnel *tunnel;            /* after the worker's 101: the bytes of both ways pass through it */
 };
 
 /* Called by the client side. */

@@ -64,6 +64,8 @@ usec_t forward_conn_deadline(const Connection *c) {
         case CONN_CONNECTING:
                 return c->retry_at != 0 ? MIN(c->retry_at, c->connect_deadline) : c->connect_deadline;
         case CONN_ACTIVE:
+                if (c->tunnel)
+                        return USEC_INFINITY; /* the tunnel's own idle timeout (tunnel.c) */
                 if (c->head_done)
                         return c->response_paused ? USEC_INFINITY : c->last_activity + t;
                 if (c->request_done || c->write_broken)
@@ -113,6 +115,10 @@ void forward_conn_close_fd(Connection *c) {
         c->io = sd_event_source_disable_unref(c->io);
         c->io_events = 0;
         c->readable = c->rdhup = c->write_blocked = false;
+        if (c->tunnel) {
+                p->counters.tunnels--;
+                c->tunnel = false;
+        }
         if (c->fd >= 0) {
                 c->fd = safe_close(c->fd);
                 p->counters.connections--;
@@ -314,6 +320,14 @@ static void conn_write_failed(Connection *c, int error) {
 }
 
 static void conn_check_done(Connection *c) {
+        if (c->body.tunnel) {
+                /* the handshake is all of the request: the response timeout runs once it is out */
+                if (!c->request_done && !c->head_done && c->connected && forward_conn_pending_out(c) == 0) {
+                        c->request_done = true;
+                        c->sent_at = forward_pool_now(c->up.pool);
+                }
+                return;
+        }
         if (c->request_done || !c->body.ended || c->hold || !c->connected || forward_conn_pending_out(c) > 0)
                 return;
         c->request_done = true;
@@ -345,6 +359,11 @@ void forward_conn_flush(Connection *c) {
         }
         if (c->state != CONN_ACTIVE)
                 return;
+        if (c->tunnel && c->body.ended && !c->shut_wr && forward_conn_pending_out(c) == 0) {
+                /* the client's side ended: the worker reads EOF, and closes its side in turn */
+                c->shut_wr = true;
+                (void) shutdown(c->fd, SHUT_WR);
+        }
         conn_check_done(c);
         conn_check_resume(c);
         forward_conn_update_io(c);
@@ -409,6 +428,9 @@ int forward_conn_body_feed(Connection *c, const void *data, size_t size, bool la
 }
 
 Body forward_body_of(const RequestHead *h) {
+        if (h->websocket)
+                return (Body) { .expected = true, .tunnel = true };
+
         Body b = {
                 .expected = h->has_body && !(h->has_content_length && h->content_length == 0),
                 .chunked = h->has_body && !h->has_content_length,
@@ -448,9 +470,11 @@ int forward_conn_attach(Connection *c, Exchange *x, usec_t started) {
         c->reused = c->served > 0;
         c->retried = false;
         c->retain = c->reused; /* only a reused connection may be retried: no copies on fresh ones */
-        c->hold = c->body.expected && !c->body.chunked && c->body.remaining <= FORWARD_COALESCE_MAX;
+        c->hold = c->body.expected && !c->body.chunked && !c->body.tunnel &&
+                  c->body.remaining <= FORWARD_COALESCE_MAX;
         c->body_paused = c->write_broken = c->request_done = false;
         c->response_started = c->head_done = c->response_paused = c->skip_body = c->interim = false;
+        c->shut_wr = false;
         c->status = 0;
         c->body_bytes = 0;
         c->last_activity = started;

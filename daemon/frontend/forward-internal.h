@@ -124,6 +124,7 @@ typedef struct Body {
         bool chunked;       /* length unknown: we re-chunk */
         bool ended;         /* all of it was handed to us */
         uint64_t remaining; /* of a Content-Length body */
+        bool tunnel;        /* a WebSocket handshake: no framing; after the 101 the bytes of the tunnel */
 } Body;
 
 typedef struct Waiter {
@@ -194,6 +195,8 @@ typedef struct Connection {
         bool write_broken;  /* the worker stopped taking the request */
         bool request_done;  /* all of the request is on the socket */
         bool response_started, head_done, response_paused, skip_body, interim;
+        bool tunnel;        /* the worker answered 101: what it sends is the tunnel's, unparsed */
+        bool shut_wr;       /* the client's side of the tunnel ended: our write side is shut */
         unsigned status;
         uint64_t body_bytes;
 

@@ -79,8 +79,15 @@ static int on_headers_complete(http_parser *parser) {
                 c->parse_error = "invalid status code";
                 return -1;
         }
+        if (status == 101 && c->up.x->req.websocket && parser->upgrade) {
+                /* the WebSocket handshake succeeded: what follows the head is the tunnel's */
+                c->status = status;
+                c->ev = EV_HEAD;
+                http_parser_pause(parser, 1);
+                return 0;
+        }
         if (status == 101) {
-                c->parse_error = "101 Switching Protocols, which the pool does not forward";
+                c->parse_error = "101 Switching Protocols to a request that asked for no WebSocket";
                 return -1;
         }
         if (status < 200) {
@@ -162,6 +169,13 @@ static void conn_deliver_head(Connection *c) {
                 .n_fields = n,
                 .has_body = !c->skip_body,
         };
+        if (c->status == 101) {
+                /* http-parser paused on the head's last LF: the tunnel begins after it */
+                if (c->in_parsed < c->in_len && c->in[c->in_parsed] == '\n')
+                        c->in_parsed++;
+                c->tunnel = true;
+                c->up.pool->counters.tunnels++;
+        }
         if ((c->parser.flags & F_CONTENTLENGTH) && !(c->parser.flags & F_CHUNKED) && c->status != 204) {
                 h.has_content_length = true;
                 h.content_length = c->parser.content_length;
@@ -240,10 +254,27 @@ static void conn_malformed(Connection *c, enum http_errno e) {
 
 /* Parses what the read buffer holds; true while the same exchange may read on. Calls out: the caller
  * holds c (forward_conn_on_io, pending_resume), so c outlives whatever the router does. */
+/* A tunnel's bytes go on as they come, unparsed. */
+static void conn_tunnel_bytes(Connection *c) {
+        Exchange *x = c->up.x;
+        size_t n = c->in_len - c->in_parsed;
+        int r;
+
+        c->body_bytes += n;
+        c->in_parsed = c->in_len;
+        r = exchange_response_body(x, c->in + c->in_len - n, n);
+        if (forward_conn_still(c, x))
+                conn_after_sink(c, r);
+}
+
 bool forward_conn_parse(Connection *c) {
         Exchange *x = c->up.x;
 
         while (forward_conn_still(c, x) && !c->response_paused && c->in_parsed < c->in_len) {
+                if (c->tunnel) {
+                        conn_tunnel_bytes(c);
+                        continue;
+                }
                 size_t n = http_parser_execute(&c->parser, &parser_settings, c->in + c->in_parsed,
                                                c->in_len - c->in_parsed);
                 enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
@@ -280,9 +311,25 @@ static void conn_compact_head(Connection *c) {
         c->head_start = 0;
 }
 
+/* The worker closed its side of a tunnel: the exchange ends, the connection is never reused. */
+static void conn_tunnel_eof(Connection *c) {
+        ForwardPool *p = c->up.pool;
+        Exchange *x;
+
+        p->counters.requests++;
+        x = forward_conn_release(c);
+        forward_conn_discard(c);
+        forward_pool_dispatch_queue(p);
+        (void) exchange_response_end(x); /* last: the router may do anything from here */
+}
+
 static void conn_eof(Connection *c) {
         enum http_errno e;
 
+        if (c->tunnel) {
+                conn_tunnel_eof(c);
+                return;
+        }
         if (!c->response_started) {
                 forward_conn_lost(c, 0, "worker closed the connection before responding");
                 return;

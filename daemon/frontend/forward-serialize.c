@@ -319,6 +319,43 @@ static int put_fields(Writer *w, const Exchange *x, const char *cookie_name) {
         return 0;
 }
 
+/* Sec-WebSocket-Key for a handshake that came without one (an HTTP/2 extended CONNECT has none): 16 bytes
+ * in base64 (RFC 6455 4.1). A nonce the worker only echoes hashed, not a secret: folded from the request
+ * id, unique per request (a generated one is 32 random hex digits). */
+static void put_websocket_key(Writer *w, const char *id) {
+        static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        uint8_t bytes[18] = {}; /* 16, padded to a multiple of 3 */
+        char out[24];
+
+        for (size_t i = 0; i < 16 && id[2 * i] && id[2 * i + 1]; i++)
+                bytes[i] = (uint8_t) (id[2 * i] << 4 ^ id[2 * i + 1]);
+        for (size_t i = 0, o = 0; i < sizeof bytes; i += 3, o += 4) {
+                uint32_t v = (uint32_t) bytes[i] << 16 | (uint32_t) bytes[i + 1] << 8 | bytes[i + 2];
+                out[o] = b64[v >> 18 & 63];
+                out[o + 1] = b64[v >> 12 & 63];
+                out[o + 2] = b64[v >> 6 & 63];
+                out[o + 3] = b64[v & 63];
+        }
+        out[22] = out[23] = '='; /* 16 bytes: the last group holds one byte and two of padding */
+        put_lit(w, "Sec-WebSocket-Key: ");
+        put(w, out, sizeof out);
+        put_lit(w, "\r\n");
+}
+
+/* A WebSocket opening handshake, as RFC 6455 4.1 has a client send it, whichever protocol the client
+ * spoke: GET (an HTTP/2 extended CONNECT's method is CONNECT), Upgrade and Connection of our own (the
+ * client's were hop-by-hop), and the key and version when an HTTP/2 client sent none. */
+static void put_websocket_handshake(Writer *w, const Exchange *x) {
+        const HeaderField *f = x->req.fields;
+        size_t n = x->req.n_fields;
+
+        put_lit(w, "Connection: Upgrade\r\nUpgrade: websocket\r\n");
+        if (!header_find(f, n, "sec-websocket-key"))
+                put_websocket_key(w, x->id);
+        if (!header_find(f, n, "sec-websocket-version"))
+                put_lit(w, "Sec-WebSocket-Version: 13\r\n");
+}
+
 int forward_request_serialize(const Exchange *x, const char *cookie_name, char *buf, size_t size,
                               size_t *ret_len) {
         const RequestHead *h = &x->req;
@@ -341,7 +378,10 @@ int forward_request_serialize(const Exchange *x, const char *cookie_name, char *
         if (x->user && (x->user[0] == 0 || !is_field_value(x->user, strlen(x->user))))
                 return -EBADMSG;
 
-        put(&w, h->method, h->method_len);
+        if (h->websocket)
+                put_lit(&w, "GET");
+        else
+                put(&w, h->method, h->method_len);
         put_lit(&w, " ");
         put(&w, h->target, h->target_len);
         put_lit(&w, " HTTP/1.1\r\n");
@@ -373,7 +413,9 @@ int forward_request_serialize(const Exchange *x, const char *cookie_name, char *
                 put(&w, x->user, strlen(x->user));
                 put_lit(&w, "\r\n");
         }
-        if (h->has_content_length) {
+        if (h->websocket)
+                put_websocket_handshake(&w, x);
+        else if (h->has_content_length) {
                 put_lit(&w, "Content-Length: ");
                 put_u64(&w, h->content_length);
                 put_lit(&w, "\r\n");

@@ -138,7 +138,7 @@ void forward_pool_dispatch_queue(ForwardPool *p) {
                                 list_remove(&p->idle, &c->idle_link);
                                 p->counters.idle--;
                                 c->state = CONN_ACTIVE;
-                        } else if (p->counters.connections < p->o.max_connections) {
+                        } else if (p->counters.connections - p->counters.tunnels < p->o.max_connections) {
                                 if (forward_conn_new(p, &c) < 0)
                                         break; /* it waits (and times out) */
                         } else
@@ -446,7 +446,8 @@ int forward_start(ForwardPool *p, Exchange *x) {
                 return -EALREADY;
         now = forward_pool_now(p);
 
-        if (!p->queue.head && (p->idle.head || p->counters.connections < p->o.max_connections)) {
+        if (!p->queue.head &&
+            (p->idle.head || p->counters.connections - p->counters.tunnels < p->o.max_connections)) {
                 Connection *c;
                 bool idle = p->idle.head;
 
@@ -498,7 +499,7 @@ static int waiter_body(Waiter *w, const void *data, size_t size) {
                 return -EINVAL;
         if (size == 0)
                 return 0;
-        if (!w->body.chunked && size > w->body.remaining) {
+        if (!w->body.chunked && !w->body.tunnel && size > w->body.remaining) {
                 (void) waiter_drop(w);
                 return -EBADMSG;
         }
@@ -514,7 +515,7 @@ static int waiter_body(Waiter *w, const void *data, size_t size) {
         }
         memcpy(w->data + w->len, data, size);
         w->len += size;
-        if (!w->body.chunked && (w->body.remaining -= size) == 0)
+        if (!w->body.chunked && !w->body.tunnel && (w->body.remaining -= size) == 0)
                 w->body.ended = true;
         if (w->len > FORWARD_BODY_HIGH_WATER) {
                 w->paused = true;
@@ -540,13 +541,13 @@ int forward_request_body(Exchange *x, const void *data, size_t size) {
                 return -EINVAL;
         if (size == 0)
                 return 0;
-        if (!c->body.chunked && size > c->body.remaining) {
+        if (!c->body.chunked && !c->body.tunnel && size > c->body.remaining) {
                 forward_conn_abandon(c);
                 return -EBADMSG;
         }
         if (forward_conn_pending_out(c) + size > FORWARD_BODY_HARD_LIMIT)
                 return -ENOBUFS;
-        if (!c->body.chunked && (c->body.remaining -= size) == 0)
+        if (!c->body.chunked && !c->body.tunnel && (c->body.remaining -= size) == 0)
                 c->body.ended = true;
         r = forward_conn_body_feed(c, data, size, false);
         if (r < 0) {
@@ -572,7 +573,7 @@ int forward_request_end(Exchange *x) {
                 return -ENOTCONN;
         if (u->kind == UPSTREAM_WAITER) {
                 Waiter *w = container_of(u, Waiter, up);
-                if (w->body.expected && !w->body.chunked && !w->body.ended) {
+                if (w->body.expected && !w->body.chunked && !w->body.tunnel && !w->body.ended) {
                         (void) waiter_drop(w);
                         return -EBADMSG;
                 }
@@ -585,6 +586,11 @@ int forward_request_end(Exchange *x) {
                 return -ENOTCONN;
         if (c->body.ended)
                 return 0;
+        if (c->body.tunnel) {
+                c->body.ended = true;
+                forward_conn_flush(c);
+                return 0;
+        }
         if (!c->body.chunked) {
                 /* short of its Content-Length: what the worker got is a truncated request */
                 forward_conn_abandon(c);

@@ -32,7 +32,7 @@ typedef struct ForwardPool ForwardPool;
 
 /* 0 in a numeric field means its default: 64 connections, 1024 queued, 60 s, 30 s. */
 typedef struct ForwardOptions {
-        unsigned max_connections; /* per worker */
+        unsigned max_connections; /* per worker, WebSocket tunnels not counted */
         unsigned max_queued;      /* exchanges waiting for a free connection before 503 */
         usec_t response_timeout;  /* request sent (or last byte of it) to response head: 504 past it; also
                                      the longest wait in the queue, for a connect, for the worker to take
@@ -50,7 +50,8 @@ typedef struct ForwardCounters {
         usec_t busy_usec;        /* sum of exchange durations */
         LatencyHistogram latency; /* durations of the completed responses (those counted in requests) */
         unsigned inflight;       /* exchanges on this pool now (queued included) */
-        unsigned connections;    /* open connections */
+        unsigned connections;    /* open connections (tunnels included) */
+        unsigned tunnels;        /* of which WebSocket tunnels: they do not count against max_connections */
         unsigned idle;           /* of which idle */
 } ForwardCounters;
 

@@ -54,6 +54,15 @@ struct Frontend {
         OpenRequests open;
         StrMap held;             /* user → HeldQueue, while the user moves */
 
+        /* WebSocket tunnels (tunnel.c), and by worker id: retiring, its tunnels end once its HTTP requests
+         * are done */
+        Tunnel *tunnels;
+        unsigned n_tunnels;
+        bool *tunnels_draining;
+        unsigned tunnels_draining_slots;
+        /* tunnels_request_ended(), called by the router (a hook: the tunnel calls the router, not back) */
+        void (*tunnel_request_ended)(Frontend *fe, unsigned worker);
+
         CookieKey cookie_key;
         char *state_dir;
         ConfigPrefix *trusted;

@@ -29,6 +29,7 @@
 #include "macro.h"
 #include "path-util.h"
 #include "router.h"
+#include "tunnel.h"
 
 #define LISTEN_BACKLOG 4096
 #define SWEEP_INTERVAL (60 * USEC_PER_SEC)
@@ -449,6 +450,7 @@ static void on_worker_draining(void *userdata, unsigned worker) {
 
         if (p)
                 forward_pool_drain(p);
+        tunnels_worker_draining(userdata, worker);
 }
 
 static void on_worker_gone(void *userdata, unsigned worker) {
@@ -498,6 +500,10 @@ static void totals(void *userdata, FrontendTotals *ret) {
         };
 }
 
+static void user_moving(void *userdata, const char *user) {
+        tunnels_end_user(userdata, user, "its user moves");
+}
+
 const FrontendHooks frontend_hooks = {
         .worker_routable = on_worker_routable,
         .worker_draining = on_worker_draining,
@@ -506,6 +512,7 @@ const FrontendHooks frontend_hooks = {
         .release_held = release_held,
         .worker_traffic = worker_traffic,
         .totals = totals,
+        .user_moving = user_moving,
 };
 
 /* ---- lifecycle ---- */
@@ -573,6 +580,7 @@ int frontend_new(const FrontendOptions *o, Frontend **ret) {
         fe->commander_userdata = o->commander_userdata;
         open_requests_init(&fe->open);
         strmap_init(&fe->held);
+        fe->tunnel_request_ended = tunnels_request_ended;
         cookie_revocations_init(&fe->revocations, fe->config->max_revoked_users);
         /* cookies of ours are stamped after this; one stamped before it was issued by an earlier run */
         fe->cookie_epoch = cookie_stamp(&fe->revocations, now_usec(CLOCK_REALTIME));
@@ -631,6 +639,7 @@ Frontend *frontend_free(Frontend *fe) {
         for (unsigned i = 0; i < fe->forward_slots; i++)
                 fe->forward[i] = forward_pool_free(fe->forward[i]);
         free(fe->forward);
+        free(fe->tunnels_draining);
         /* every exchange is gone with its connection, the held ones with their queues */
         assert(strmap_size(&fe->held) == 0);
         strmap_done(&fe->held);
@@ -674,6 +683,7 @@ void frontend_begin_shutdown(Frontend *fe, void (*on_drained)(void *userdata), v
                         unstore_listener(fe->listeners[i].address);
         close_listeners(fe);
         log_info("Front end shutting down: %u client connections finish what they sent", fe->n_connections);
+        tunnels_end_all(fe, "the commander shuts down");
         for (FrontendConnection *c = fe->connections, *next; c; c = next) {
                 next = c->next;
                 c->ops->shutdown(c);

@@ -293,6 +293,29 @@ static void dispatch(H1Connection *c) {
         c->nesting--;
 }
 
+/* A tunnel: what the client sent goes on as it is (always taken; 1 pauses reading until the forward
+ * side resumes us), and its EOF, once everything before it went, ends the client's side of the tunnel. */
+static void tunnel_input(H1Connection *c) {
+        int r;
+
+        if (!c->x || c->resp != H1_RESPONSE_BODY)
+                return;
+        if (c->rpos < c->rend && !c->body_paused) {
+                c->nesting++;
+                r = exchange_request_body(c->x, c->rbuf + c->rpos, c->rend - c->rpos);
+                c->nesting--;
+                c->rpos = c->rend;
+                if (r > 0)
+                        c->body_paused = true;
+        }
+        if (c->read_eof && c->rpos == c->rend && !c->tunnel_end_sent && !c->closing) {
+                c->tunnel_end_sent = true;
+                c->nesting++;
+                (void) exchange_request_end(c->x);
+                c->nesting--;
+        }
+}
+
 /* The request side, as far as buffered input takes it. True when it stopped for fairness with more to
  * do. */
 static bool process(H1Connection *c) {
@@ -347,6 +370,9 @@ static bool process(H1Connection *c) {
                         if (r <= 0)
                                 return false;
                         break;
+                case H1_TUNNEL:
+                        tunnel_input(c);
+                        return false;
                 default:
                         return false;
                 }
@@ -452,6 +478,7 @@ static bool want_read(const H1Connection *c) {
         case H1_LINGER:
                 return true;
         case H1_BODY:
+        case H1_TUNNEL:
                 if (c->body_paused)
                         return false;
                 __attribute__((fallthrough));

@@ -158,6 +158,8 @@ typedef enum H1State {
         H1_BODY,    /* exchange begun; the rest of the request (body, or just its end) is being parsed */
         H1_WAIT,    /* request complete, response not */
         H1_UPGRADE, /* 101 queued: hand over to HTTP/2 once it is written */
+        H1_TUNNEL,  /* the worker's 101 to a WebSocket handshake is out: the bytes of both ways are the
+                     * tunnel's (its exchange's request and response body) until either side ends */
         H1_DRAIN,   /* no further request: write what is queued, then linger */
         H1_LINGER,  /* write side shut down; unread input drained until EOF or timeout */
         _H1_STATE_MAX,
@@ -177,6 +179,7 @@ typedef enum H1Framing {
         H1_FRAMING_LENGTH,
         H1_FRAMING_CHUNKED,
         H1_FRAMING_CLOSE, /* HTTP/1.0 and unknown length: the body ends with the connection */
+        H1_FRAMING_TUNNEL, /* after a 101: the tunnel's bytes as they come; the connection ends with it */
         _H1_FRAMING_MAX,
         _H1_FRAMING_INVALID = -EINVAL,
 } H1Framing;
@@ -242,6 +245,7 @@ typedef struct H1Connection {
         /* the exchange */
         Exchange *x;
         bool body_paused, body_resume, body_refused, continue_sent;
+        bool tunnel_end_sent; /* the client's EOF in a tunnel was passed on */
         H1Response resp;
         bool resp_quiet; /* complete and written; the exchange is finished on the next event */
         H1Framing framing;

@@ -540,6 +540,14 @@ int h1_head_build(H1Connection *c, unsigned *ret_status, const char **ret_reason
                         upgrade = true;
         }
 
+        /* A WebSocket opening handshake (RFC 6455 4.1: GET, HTTP/1.1, Upgrade: websocket, Connection:
+         * Upgrade) goes to the worker as one; anything the worker must check (the key, the version) it
+         * checks. Otherwise the Upgrade field is dropped and the request served as HTTP/1.1. */
+        if (!upgrade && cfg->websocket && info.upgrade && info.conn_upgrade && !h->has_body &&
+            h->http_minor >= 1 && c->parser.method == HTTP_GET && !c->shutting_down &&
+            h1_list_has(raw_value(c, info.upgrade), info.upgrade->value_len, "websocket"))
+                h->websocket = true;
+
         /* Publish: pointers into the arena, which no longer moves. */
         if (c->fields_cap < c->n_raw) {
                 HeaderField *f = reallocarray(c->fields, c->n_raw, sizeof *f);
@@ -596,6 +604,7 @@ void h1_request_reset(H1Connection *c) {
         c->body_seen = c->body_announced = 0;
         c->body_error = 0;
         c->body_paused = c->body_resume = c->body_refused = c->continue_sent = false;
+        c->tunnel_end_sent = false;
 }
 
 static void fail_parser(H1Connection *c, enum http_errno e) {

@@ -305,6 +305,35 @@ static int queue_result(H1Connection *c) {
         return 0;
 }
 
+/* The worker took the WebSocket handshake: its 101 goes out with our own Connection and Upgrade, and the
+ * connection becomes the tunnel (H1_TUNNEL: the bytes after the request head are the client's first
+ * frames). */
+static int tunnel_head(H1Connection *c, Exchange *x, const ResponseHead *h) {
+        int r;
+
+        if (!c->head.websocket || c->state != H1_WAIT)
+                return -EPROTO;
+        c->framing = H1_FRAMING_TUNNEL;
+        c->close_after = true;
+        r = queue_head(c, &(HeadParts) {
+                                  .status = 101,
+                                  .phrase = "Switching Protocols",
+                                  .fields = h->fields,
+                                  .n_fields = h->n_fields,
+                                  .extra = h->extra,
+                                  .n_extra = h->n_extra,
+                                  .fixed = "Connection: Upgrade\r\nUpgrade: websocket\r\n",
+                          });
+        if (r < 0)
+                (void) h1_mark_broken(c, r);
+        c->resp = H1_RESPONSE_BODY;
+        c->state = H1_TUNNEL;
+        c->body_paused = c->body_resume = false;
+        x->status = 101;
+        c->flush_pending = true;
+        return queue_result(c);
+}
+
 static int on_response_head(Exchange *x, const ResponseHead *h) {
         H1Connection *c = client_of(x);
         char fixed[96], num[21]; /* the longest: Content-Length (38 bytes), then Connection (24) */
@@ -318,6 +347,11 @@ static int on_response_head(Exchange *x, const ResponseHead *h) {
                 return -EALREADY;
         c->nesting++;
 
+        if (h->status == 101) {
+                r = tunnel_head(c, x, h);
+                c->nesting--;
+                return r;
+        }
         no_body = !h->has_body || c->head.head_method || h->status < 200 || h->status == 204 ||
                   h->status == 304;
         informative_length = h->has_content_length && h->status >= 200 && h->status != 204;
@@ -438,7 +472,7 @@ static int on_response_end(Exchange *x) {
                 else
                         h1_wq_put(&c->wq, "0\r\n\r\n", 5);
         }
-        if (c->framing == H1_FRAMING_CLOSE)
+        if (c->framing == H1_FRAMING_CLOSE || c->framing == H1_FRAMING_TUNNEL)
                 c->close_after = true;
         c->resp = H1_RESPONSE_DONE;
         if (!c->broken)

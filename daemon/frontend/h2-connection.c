@@ -503,6 +503,7 @@ static int conn_new(Frontend *fe, int fd, const struct sockaddr_storage *peer, H
         c->max_body_size = cfg ? cfg->max_body_size : 0;
         c->header_timeout = cfg && cfg->header_timeout > 0 ? cfg->header_timeout : 10 * USEC_PER_SEC;
         c->idle_timeout = cfg && cfg->idle_timeout > 0 ? cfg->idle_timeout : 60 * USEC_PER_SEC;
+        c->websocket = cfg && cfg->websocket;
         c->header_deadline = c->shutdown_deadline = c->close_deadline = USEC_INFINITY;
         c->idle_deadline = h2_now(c) + c->idle_timeout;
         h2_guard_init(&c->guard, h2_now(c));
@@ -515,8 +516,12 @@ static int conn_new(Frontend *fe, int fd, const struct sockaddr_storage *peer, H
                 {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, c->max_concurrent_streams},
                 {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_STREAM_WINDOW},
                 {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
+                /* RFC 8441: WebSocket over a stream, tunnelled to the worker as an HTTP/1.1 upgrade; last,
+                 * so that without it the array is simply one shorter */
+                {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},
         };
-        if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv, ELEMENTSOF(iv)) != 0 ||
+        if (nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, iv,
+                                    ELEMENTSOF(iv) - (c->websocket ? 0 : 1)) != 0 ||
             nghttp2_session_set_local_window_size(c->session, NGHTTP2_FLAG_NONE, 0, H2_CONNECTION_WINDOW) !=
                     0)
                 goto fail;

@@ -76,6 +76,8 @@ struct Stream {
         const char *reject_reason;
         bool in_trailers;
         bool headers_done;
+        bool protocol_websocket; /* :protocol websocket: an extended CONNECT (RFC 8441) */
+        bool protocol_other;     /* :protocol with anything else */
         bool pending;
         bool request_ended; /* END_STREAM received */
         bool body_dropped;  /* the exchange no longer wants body bytes */
@@ -137,6 +139,7 @@ struct H2Connection {
         uint32_t max_header_fields;
         uint64_t max_body_size;
         usec_t header_timeout, idle_timeout;
+        bool websocket;    /* extended CONNECT announced (SETTINGS_ENABLE_CONNECT_PROTOCOL) */
 
         usec_t idle_deadline, header_deadline, shutdown_deadline, close_deadline;
         usec_t timer_at; /* what the timer is set to (USEC_INFINITY: off) */

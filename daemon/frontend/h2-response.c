@@ -203,6 +203,7 @@ static bool field_dropped(const HeaderField *f) {
         static const char *const names[] = {
                 "connection", "keep-alive", "proxy-connection", "transfer-encoding",
                 "upgrade",    "te",         "http2-settings",   "content-length",
+                "sec-websocket-accept",
         };
 
         if (f->name_len == 0 || f->name[0] == ':')
@@ -449,6 +450,16 @@ static int on_response_head(Exchange *x, const ResponseHead *h) {
                 return 0;
         if (s->head_submitted)
                 return -EBUSY;
+        if (h->status == 101 && s->req.websocket) {
+                /* RFC 8441 5: the stream's 2xx is what the worker's 101 was; its Sec-WebSocket-Accept
+                 * proves nothing to a client that sent no key, and goes */
+                r = submit_head(s, 200, h->fields, h->n_fields, h->extra, h->n_extra, NULL, false, 0, 0, true);
+                if (r < 0) {
+                        h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR);
+                        return r;
+                }
+                return 0;
+        }
         if (h->status < 200 || h->status > 999) {
                 log_info("HTTP/2 client %s stream %" PRIi32
                          ": worker answered with status %u, answering 502.",

@@ -146,8 +146,15 @@ int h2_stream_add_header(Stream *s, const uint8_t *name, size_t namelen, const u
                 } else if (bytes_eq(name, namelen, ":authority")) {
                         s->req.authority = v;
                         s->req.authority_len = valuelen;
+                } else if (bytes_eq(name, namelen, ":protocol")) {
+                        /* nghttp2 lets it through only on a CONNECT, and only once we announced
+                         * SETTINGS_ENABLE_CONNECT_PROTOCOL */
+                        if (bytes_eq(value, valuelen, "websocket"))
+                                s->protocol_websocket = true;
+                        else
+                                s->protocol_other = true;
                 }
-                /* :scheme says nothing we use (this listener is cleartext); :protocol is not enabled. */
+                /* :scheme says nothing we use (this listener is cleartext). */
                 return 0;
         }
 
@@ -252,9 +259,20 @@ void h2_stream_headers_complete(Stream *s) {
 
         if (!s->reject_status && s->req.method &&
             bytes_eq((const uint8_t *) s->req.method, s->req.method_len, "CONNECT")) {
-                /* Workers are origin servers reached over HTTP/1.1; a tunnel through them is not a thing. */
-                s->reject_status = 405;
-                s->reject_reason = "CONNECT is not supported";
+                if (s->protocol_websocket && c->websocket && s->req.target) {
+                        /* RFC 8441: the stream is the WebSocket; the worker gets an HTTP/1.1 upgrade, and
+                         * the DATA of the stream are the tunnel's bytes, not a body */
+                        s->req.websocket = true;
+                        s->req.has_body = false;
+                } else if (s->protocol_other) {
+                        s->reject_status = 501;
+                        s->reject_reason = "extended CONNECT for a protocol other than websocket";
+                } else {
+                        /* Workers are origin servers reached over HTTP/1.1; a tunnel through them to
+                         * elsewhere is not a thing. */
+                        s->reject_status = 405;
+                        s->reject_reason = "CONNECT is not supported";
+                }
         }
         if (!s->reject_status && (!s->req.method || !s->req.target)) {
                 /* nghttp2's HTTP messaging resets such a stream before we get here; be sure anyway. */
@@ -342,7 +360,7 @@ void h2_stream_request_body(Stream *s, const uint8_t *data, size_t size) {
         }
 
         s->body_received += size;
-        if (c->max_body_size > 0 && s->body_received > c->max_body_size) {
+        if (c->max_body_size > 0 && s->body_received > c->max_body_size && !s->req.websocket) {
                 frontend_log_client_error(c->frontend,
                                           "HTTP/2 client %s stream %" PRIi32
                                           ": request body over max_body_size (%" PRIu64 " bytes), %s.",
@@ -429,7 +447,8 @@ void h2_stream_closed(Stream *s, uint32_t error_code) {
          * and counts against the connection's cap until the worker is done: otherwise a client could keep
          * any number of requests running on the pool by opening and resetting streams. A request whose
          * body is incomplete cannot finish on the worker: free it (the worker connection is closed). */
-        if (s->x && !s->response_done && s->request_ended &&
+        /* A tunnel (a WebSocket stream) is not kept: without its client it has no one to carry bytes to. */
+        if (s->x && !s->response_done && s->request_ended && !s->req.websocket &&
             (s->x->state == EXCHANGE_FORWARDING || s->x->state == EXCHANGE_RESPONDING)) {
                 log_debug("HTTP/2 client %s stream %" PRIi32 " closed (%s) while its request runs on w%u, "
                           "keeping it until the worker is done.",

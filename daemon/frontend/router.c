@@ -42,6 +42,8 @@ static void request_opened(Frontend *fe, Exchange *x) {
 static void request_ended(Frontend *fe, Exchange *x, usec_t now) {
         if (x->user)
                 fe->commander->request_ended(fe->commander_userdata, x->user, x->ticket, now - x->started);
+        if (fe->n_tunnels > 0 && fe->tunnel_request_ended)
+                fe->tunnel_request_ended(fe, x->worker);
         if (open_requests_worker(&fe->open, x->worker) == 0)
                 fe->commander->worker_idle(fe->commander_userdata, x->worker);
 }
@@ -94,8 +96,8 @@ static void start_on(Frontend *fe, Exchange *x, unsigned worker, ForwardPool *po
                 x->client->request_continue(x);
 }
 
-/* Replays body bytes that arrived while the exchange was held. */
-static void flush_held_body(Exchange *x) {
+void router_replay_held_body(Exchange *x, int (*body)(Exchange *x, const void *data, size_t size),
+                             int (*end)(Exchange *x)) {
         HeldBody *b = TAKE_PTR(x->held_body);
         bool ended;
 
@@ -103,14 +105,21 @@ static void flush_held_body(Exchange *x) {
                 return;
         ended = b->ended;
         if (b->size > 0)
-                (void) forward_request_body(x, b->data, b->size);
+                (void) body(x, b->data, b->size);
         if (ended)
-                (void) forward_request_end(x);
+                (void) end(x);
         free(b);
         if (x->request_body_paused) {
                 x->request_body_paused = false;
                 x->client->request_body_resume(x);
         }
+}
+
+/* Replays body bytes that arrived while the exchange was held. A WebSocket handshake's wait for the
+ * worker's 101 (its tunnel replays them). */
+static void flush_held_body(Exchange *x) {
+        if (!x->req.websocket)
+                router_replay_held_body(x, forward_request_body, forward_request_end);
 }
 
 /* ---- held requests ---- */

@@ -18,6 +18,10 @@ void router_fail_early(Frontend *fe, Exchange *x, unsigned status, unsigned retr
 /* Body bytes of a held request wait with it: 0, 1 over the high-water mark (the client side pauses),
  * -errno. end: the body ended. */
 int router_hold_body(Exchange *x, const void *data, size_t size, bool end);
+/* Hands the body bytes kept for x (held, or a WebSocket handshake's before the worker's 101) to body and,
+ * when the body had ended, calls end; then resumes the client side if it was paused. */
+void router_replay_held_body(Exchange *x, int (*body)(Exchange *x, const void *data, size_t size),
+                             int (*end)(Exchange *x));
 /* x goes away while held: it leaves its user's queue. */
 void router_unhold(Frontend *fe, Exchange *x);
 
