@@ -35,6 +35,7 @@ Connection *connection_free(Connection *c) {
         if (!c)
                 return NULL;
         safe_close(c->fd);
+        ws_conn_free(c->ws);
         free(c->req.url);
         free(c);
         return NULL;
@@ -213,6 +214,8 @@ static void request_reset(RequestState *r) {
         r->header_state = HEADER_STATE_NONE;
         r->kind = HEADER_OTHER;
         r->user_present = r->user_invalid = r->expect_continue = r->keep_alive = false;
+        r->upgrade_websocket = false;
+        r->ws_key_len = 0;
         r->body_bytes = 0;
         r->error_status = 0;
         r->url = url;
@@ -275,6 +278,15 @@ static void header_done(RequestState *r) {
         case HEADER_EXPECT:
                 r->expect_continue = r->value_len == 12 && strncasecmp(r->value, "100-continue", 12) == 0;
                 break;
+        case HEADER_UPGRADE:
+                r->upgrade_websocket = r->value_len == 9 && strncasecmp(r->value, "websocket", 9) == 0;
+                break;
+        case HEADER_WS_KEY:
+                if (r->value_len < sizeof r->ws_key) {
+                        memcpy(r->ws_key, r->value, r->value_len);
+                        r->ws_key_len = r->value_len;
+                }
+                break;
         case HEADER_OTHER:
                 break;
         }
@@ -287,6 +299,11 @@ static HeaderKind header_classify(const RequestState *r) {
                 return HEADER_USER;
         if (r->field_len == strlen("expect") && strncasecmp(r->field, "expect", r->field_len) == 0)
                 return HEADER_EXPECT;
+        if (r->field_len == strlen("upgrade") && strncasecmp(r->field, "upgrade", r->field_len) == 0)
+                return HEADER_UPGRADE;
+        if (r->field_len == strlen("sec-websocket-key") &&
+            strncasecmp(r->field, "sec-websocket-key", r->field_len) == 0)
+                return HEADER_WS_KEY;
         return HEADER_OTHER;
 }
 
@@ -403,6 +420,55 @@ static void flush_before_slow(void *conn) {
         (void) flush_out(conn); /* a failure shows again, and is handled, at the answer's own write */
 }
 
+/* Replies of the WebSocket echo: into the out buffer, or written at once when they do not fit. */
+static int ws_emit(void *ctx, const void *data, size_t size) {
+        Connection *c = ctx;
+        ConnScratch *s = c->scratch;
+
+        if (s->out_len + size <= sizeof s->out) {
+                out_append(s, data, size);
+                return 0;
+        }
+        return flush_with(c, data, size);
+}
+
+/* Bytes of an upgraded connection. 1 go on, 0 close. */
+static int ws_input(Connection *c, const char *data, size_t len) {
+        int r = ws_conn_feed(c->ws, c->app->users, (const uint8_t *) data, len, ws_emit, c);
+
+        return r > 0 ? 1 : 0;
+}
+
+static bool is_ws_path(const RequestState *r) {
+        return r->url_len >= 3 && memcmp(r->url, "/ws", 3) == 0 && (r->url_len == 3 || r->url[3] == '?');
+}
+
+/* GET /ws: the WebSocket handshake (RFC 6455 4.2.2); the connection is the echo's from here on. 1 (go
+ * on, as a WebSocket), 0 (refused and closed), -errno. */
+static int ws_handshake(Connection *c) {
+        RequestState *r = &c->req;
+        HttpResponse *resp = &c->scratch->resp;
+        char accept[WS_ACCEPT_SIZE];
+        int k;
+
+        if (r->method != HTTP_GET || !r->upgrade_websocket || !c->parser.upgrade ||
+            ws_accept_key(r->ws_key, r->ws_key_len, accept) < 0) {
+                *resp = (HttpResponse) { .status = 400 };
+                http_response_text(resp, 400, "not a WebSocket handshake (GET, Upgrade: websocket, "
+                                              "Connection: Upgrade, Sec-WebSocket-Key)\n");
+                k = send_response(c, resp, false, true);
+                return k < 0 ? k : 0;
+        }
+        k = ws_conn_new(r->user_present && !r->user_invalid ? r->user : NULL, c->app->worker, &c->ws);
+        if (k < 0)
+                return k;
+        out_append_str(c->scratch, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                                   "Connection: Upgrade\r\nSec-WebSocket-Accept: ");
+        out_append_str(c->scratch, accept);
+        out_append_str(c->scratch, "\r\n\r\n");
+        return 1;
+}
+
 /* Answers a complete request. Returns 1 to go on reading, 0 to close, or -errno (write failed). */
 static int answer(Connection *c) {
         RequestState *r = &c->req;
@@ -420,6 +486,8 @@ static int answer(Connection *c) {
         bool close;
         int k;
 
+        if (is_ws_path(r))
+                return ws_handshake(c);
         resp->status = 200;
         resp->content_type = resp->user_header = resp->body = NULL;
         resp->body_len = resp->stream_bytes = resp->hold_len = 0;
@@ -471,6 +539,8 @@ static int feed(Connection *c, const char *data, size_t len) {
                         r = answer(c);
                         if (r != 1)
                                 return r;
+                        if (c->ws) /* what follows the handshake is the WebSocket's */
+                                return len > 0 ? ws_input(c, data, len) : 1;
                         continue;
                 }
                 if (e != HPE_OK)
@@ -530,7 +600,7 @@ bool connection_process(Connection *c, App *app, ConnScratch *scratch, bool stop
                         r = 0;
                         break;
                 }
-                r = feed(c, scratch->in, (size_t) n);
+                r = c->ws ? ws_input(c, scratch->in, (size_t) n) : feed(c, scratch->in, (size_t) n);
                 if (r == FEED_LINGER)
                         break;
                 if ((size_t) n < sizeof scratch->in)

@@ -16,6 +16,7 @@
 #include "handlers.h"
 #include "time-util.h"
 #include "user-store.h"
+#include "websocket.h"
 
 /* Limits of a request head; past them the answer is 414/431 and the connection is closed. */
 #define REQUEST_URL_MAX 8192
@@ -40,6 +41,8 @@ typedef enum HeaderKind {
         HEADER_OTHER,
         HEADER_USER,   /* X-Elastic-Pool-User */
         HEADER_EXPECT, /* Expect */
+        HEADER_UPGRADE, /* Upgrade */
+        HEADER_WS_KEY, /* Sec-WebSocket-Key */
 } HeaderKind;
 
 /* The request being parsed; reset at every message begin. */
@@ -56,6 +59,9 @@ typedef struct RequestState {
         size_t value_len;
         char user[USER_NAME_MAX + 1];
         bool user_present, user_invalid, expect_continue;
+        bool upgrade_websocket; /* Upgrade: websocket */
+        char ws_key[64];        /* Sec-WebSocket-Key */
+        size_t ws_key_len;
         bool keep_alive;
         enum http_method method;
         uint64_t body_bytes;
@@ -77,6 +83,7 @@ typedef struct Connection {
         RequestState req;
         bool in_message;
         bool lingering; /* answered an error and half-closed: discarding input until EOF */
+        WsConn *ws;     /* after a 101 on /ws: the WebSocket echo (websocket.h) */
 
         /* Valid during connection_process() only. */
         App *app;
