@@ -18,7 +18,13 @@
  *   returns 0 and exchange_fail(x, 502, ...) follows on the next loop iteration. Every reason reads
  *   "w<worker_id> request <id>: <cause>"; it names no socket path.
  * - x->upstream is the forward side's; it is NULL once the exchange left the pool (response ended,
- *   failed, detached), and then forward_request_body()/forward_request_end() return -ENOTCONN. */
+ *   failed, detached), and then forward_request_body()/forward_request_end() return -ENOTCONN.
+ * - A WebSocket handshake (x->req.websocket) is sent as an HTTP/1.1 upgrade, without body framing. A
+ *   101 to it is delivered as a head with status 101; from then on the connection is a tunnel: what the
+ *   worker sends is response body as it comes (never parsed), request body is written as it is,
+ *   forward_request_end() shuts our write side, the worker's EOF ends the response, no response timeout
+ *   applies, and the connection is never reused nor counted against max_connections. A 101 to any other
+ *   request is a 502. */
 
 #include <stdbool.h>
 #include <stdint.h>
