@@ -599,6 +599,13 @@ static void release_held(const char *user, void *userdata) {
                 m->frontend_hooks->release_held(m->frontend, user);
 }
 
+static void move_started(const char *user, void *userdata) {
+        Manager *m = userdata;
+
+        if (m->frontend_hooks && m->frontend_hooks->user_moving)
+                m->frontend_hooks->user_moving(m->frontend, user);
+}
+
 static void move_ended(const MoveEnd *e, void *userdata) {
         Manager *m = userdata;
 
@@ -633,6 +640,7 @@ void manager_wire(Manager *m) {
                 .send = move_send,
                 .held_requests = held_requests,
                 .release_held = release_held,
+                .started = move_started,
                 .ended = move_ended,
                 .userdata = m,
         };

@@ -282,7 +282,9 @@ static int start(Moves *m, SurfaceUser *u, unsigned to, const char *why, bool re
                                         .user = u->name),
                    "%s user %s from w%u to w%u (move %llu: %s)", repoint ? "Re-pointing" : "Moving", u->name,
                    mv->from, mv->to, (unsigned long long) mv->id, why);
-        if (u->open == 0)
+        if (m->hooks.started)
+                m->hooks.started(u->name, m->hooks.userdata);
+        if (u->open == 0 && u->move == mv)
                 quiesced(mv, now);
         return 0;
 }

@@ -78,6 +78,9 @@ typedef struct MoveHooks {
         unsigned (*held_requests)(const char *user, void *userdata);
         /* The move of user ended, either way: its held requests go wherever it lives now. */
         void (*release_held)(const char *user, void *userdata);
+        /* A move of user began (its flag is up): the front end ends what would keep it from quiescing (its
+         * WebSocket tunnels). May be NULL. */
+        void (*started)(const char *user, void *userdata);
         /* A move ended (before its held requests are released): who started it may start the next. */
         void (*ended)(const MoveEnd *e, void *userdata);
         void *userdata;

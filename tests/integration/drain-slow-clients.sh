@@ -25,7 +25,7 @@ rate=4M
 admin=127.0.0.1:$(free_port)
 # requests open on wN, as the commander counts them now (its admin listener answers live)
 inflight_on() {
-        "${CURL[@]}" "http://$admin/_commander/population" | "$EP_PYTHON" -c 'import json, sys
+        "${CURL[@]}" "http://$admin/_commander/status" | "$EP_PYTHON" -c 'import json, sys
 d = json.load(sys.stdin)
 print(next((w["inflight"] for w in d["workers"] if w["name"] == sys.argv[1]), -1))' "w$1"
 }

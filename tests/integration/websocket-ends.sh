@@ -19,7 +19,7 @@ fe_config "$DEMO_WORKER --threads 4" pool.min_workers=1 pool.max_workers=2 polic
         frontend.websocket_idle_timeout=1500ms pool.drain_timeout=20s "frontend.admin_listen=$admin"
 # requests open on wN, as the commander counts them now (its admin listener answers live)
 inflight_on() {
-        "${CURL[@]}" "http://$admin/_commander/population" | "$EP_PYTHON" -c 'import json, sys
+        "${CURL[@]}" "http://$admin/_commander/status" | "$EP_PYTHON" -c 'import json, sys
 d = json.load(sys.stdin)
 print(next((w["inflight"] for w in d["workers"] if w["name"] == sys.argv[1]), -1))' "w$1"
 }
