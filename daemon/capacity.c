@@ -1,17 +1,55 @@
 /* SPDX-License-Identifier: MIT */
 #include "capacity.h"
 
+#include "decision-log.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cleanup.h"
+#include "decision-log.h"
 #include "journal-ids.h"
 #include "log.h"
 #include "macro.h"
 
 /* ---- the shell's inputs to the pure cores ---- */
+
+/* [policy] decision_log: (re)opened when the path changed; a failure is said and the log stays off. */
+static void open_decision_log(Capacity *c) {
+        const char *path = c->config->decision_log;
+
+        if (streq_ptr(path, c->decision_log_path))
+                return;
+        if (c->decision_log)
+                fclose(c->decision_log);
+        c->decision_log = NULL;
+        c->decision_log_path = mfree(c->decision_log_path);
+        memset(c->last_logged, 0, sizeof c->last_logged);
+        if (!path)
+                return;
+        c->decision_log = fopen(path, "ae");
+        if (!c->decision_log) {
+                log_warning_errno(errno, "Cannot open the decision log %s (%m): decisions are not recorded", path);
+                return;
+        }
+        setvbuf(c->decision_log, NULL, _IOLBF, 0); /* one whole line at a time, readable while we run */
+        c->decision_log_path = strdup(path);
+        log_info("Recording every policy decision with its inputs in %s (elastic-pool-replay reads it)", path);
+}
+
+/* A decision that differs from the last of its direction goes to the log, with what it was taken on. */
+static void record_decision(Capacity *c, DecisionDirection direction, const PolicyInput *in,
+                            const RateReading *rate, const Decision *d) {
+        Decision *last = &c->last_logged[direction];
+
+        if (!c->decision_log || (last->kind == d->kind && last->worker == d->worker && streq(last->reason, d->reason)))
+                return;
+        *last = *d;
+        if (decision_log_write(c->decision_log, direction, in, &c->policy,
+                               c->policy.rps_target > 0 ? rate : NULL, d) < 0)
+                log_warning("Writing the decision log %s failed", c->decision_log_path);
+}
 
 void capacity_setup_parameters(Capacity *c) {
         const Config *cf = c->config;
@@ -33,6 +71,7 @@ void capacity_setup_parameters(Capacity *c) {
         };
         /* a rate measured under the old configuration never drives a decision under the new one */
         c->rate_epoch = now_usec(CLOCK_MONOTONIC);
+        open_decision_log(c);
 }
 
 void capacity_init(Capacity *c, Pool *pool, const Config *config, const CapacitySources *sources) {
@@ -46,7 +85,25 @@ void capacity_set_actions(Capacity *c, const CapacityActions *actions) {
         c->actions = actions ? *actions : (CapacityActions) {};
 }
 
+/* The journal hears when a window's reading changes state: measured, held (and why), restarted. */
+static void journal_rate(const RateReading *before, const RateReading *after) {
+        char span[32];
+
+        if (before->status == after->status &&
+            (after->status != RATE_HELD || streq(before->reason, after->reason)))
+                return;
+        format_timespan(span, sizeof span, after->length);
+        if (after->status == RATE_OK)
+                log_struct(LOG_INFO, LOG_FIELDS(.event = "rps"), "rps over %s: measured, %.1f/s per worker (%u serving)",
+                           span, after->per_worker, after->serving);
+        else if (after->status != RATE_OFF)
+                log_struct(after->status == RATE_HELD ? LOG_NOTICE : LOG_INFO, LOG_FIELDS(.event = "rps"),
+                           "rps over %s: %s (%s)", span,
+                           after->status == RATE_HELD ? "not available" : "window restarting", after->reason);
+}
+
 void capacity_measure_rate(Capacity *c, usec_t now, usec_t length, RateReading *ret) {
+        RateReading before = *ret;
         Pool *p = c->pool;
         size_t n = 0;
 
@@ -73,6 +130,7 @@ void capacity_measure_rate(Capacity *c, usec_t now, usec_t length, RateReading *
         }
         rate_sustained(c->rate_buf, n, now, length, MAX(c->rate_epoch, p->changed_at),
                        c->config->occupancy_interval * 3 / 2, ret);
+        journal_rate(&before, ret);
 }
 
 void capacity_done(Capacity *c) {
@@ -81,6 +139,10 @@ void capacity_done(Capacity *c) {
         c->policy_buf_size = 0;
         c->rate_buf = mfree(c->rate_buf);
         c->rate_buf_size = 0;
+        if (c->decision_log)
+                fclose(c->decision_log);
+        c->decision_log = NULL;
+        c->decision_log_path = mfree(c->decision_log_path);
 }
 
 unsigned capacity_worker_users(const Capacity *c, const Worker *w) {
@@ -303,7 +365,10 @@ static void act_scale_up(Capacity *c, const PolicyInput *in) {
                 PolicyInput with_memory = *in;
                 with_memory.mem_available = mem_available();
                 policy_scale_up(&with_memory, &c->policy, &d);
-        }
+                policy_scale_up_rate(&with_memory, &c->policy, &c->rate_up, &d);
+                record_decision(c, DECIDE_SCALE_UP, &with_memory, &c->rate_up, &d);
+        } else
+                record_decision(c, DECIDE_SCALE_UP, in, &c->rate_up, &d);
         c->last_scale_up = d.kind;
         switch (d.kind) {
         case DECISION_SPAWN:
@@ -375,6 +440,7 @@ static void act_compaction(Capacity *c, const PolicyInput *in) {
                 capacity_measure_rate(c, in->now, c->config->rps_down_window, &c->rate_down);
                 policy_compaction_rate(in, &c->policy, &c->rate_down, &d);
         }
+        record_decision(c, DECIDE_COMPACTION, in, &c->rate_down, &d);
         if ((d.kind == DECISION_RETIRE || d.kind == DECISION_WAIT_MOVES) && c->pool->rollout_active) {
                 /* its spare new worker is no surplus: it replaces an old one in a moment */
                 d.kind = DECISION_WAIT;

@@ -11,6 +11,7 @@
  * on their decisions through the pool (spawn, retire). Holds are kept for the status surfaces. */
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
@@ -74,6 +75,10 @@ typedef struct Capacity {
 
         /* request-rate scaling: what each direction's window read at the last check */
         usec_t rate_epoch;        /* the windows may not start before (start, reload) */
+        /* the decision log ([policy] decision_log): a decision is written when it differs from the last */
+        FILE *decision_log;
+        char *decision_log_path;
+        Decision last_logged[2];  /* by DecisionDirection */
         RateReading rate_up, rate_down;
         RateWorker *rate_buf;
         size_t rate_buf_size;

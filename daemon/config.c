@@ -124,6 +124,7 @@ typedef enum ValueType {
         VALUE_MAX_WORKERS, /* uint32, 0/""/"unbounded" = unbounded */
         VALUE_LISTEN,
         VALUE_ADMIN_LISTEN,
+        VALUE_PATH, /* an absolute path; empty = none */
         VALUE_PREFIXES,
         VALUE_BOOL,
 } ValueType;
@@ -178,6 +179,7 @@ static const KeyInfo key_table[_CONFIG_KEY_MAX] = {
         KEY(RPS_TARGET, "policy", rps_target, VALUE_DOUBLE, RULE_NOT_NEGATIVE),
         KEY(RPS_UP_WINDOW, "policy", rps_up_window, VALUE_DURATION, RULE_POSITIVE),
         KEY(RPS_DOWN_WINDOW, "policy", rps_down_window, VALUE_DURATION, RULE_POSITIVE),
+        KEY(DECISION_LOG, "policy", decision_log, VALUE_PATH, RULE_NONE),
         KEY(LISTEN, "frontend", listen, VALUE_LISTEN, RULE_NONE),
         KEY(ADMIN_LISTEN, "frontend", admin_listen, VALUE_ADMIN_LISTEN, RULE_NONE),
         KEY(ADMIN_ALLOW_PUBLIC, "frontend", admin_allow_public, VALUE_BOOL, RULE_NONE),
@@ -730,6 +732,7 @@ void config_done(Config *c) {
         free(c->exec_line);
         listen_clear(c);
         free(c->admin_listen);
+        free(c->decision_log);
         strv_free(c->trusted_proxies);
         *c = (Config){};
 }
@@ -1168,6 +1171,17 @@ static int parse_value(Parser *p, ConfigKey k, const char *value) {
                         return 0;
                 c->admin_listen = strdup(value);
                 return c->admin_listen ? 0 : (p->error = -ENOMEM);
+        case VALUE_PATH: {
+                char **field = key_field(c, k);
+                *field = mfree(*field);
+                if (isempty(value))
+                        return 0;
+                if (value[0] != '/')
+                        return parser_fail(p, ki->section, ki->name, "'%s' is not an absolute path",
+                                           shorten(value, buf, sizeof(buf)));
+                *field = strdup(value);
+                return *field ? 0 : (p->error = -ENOMEM);
+        }
         default:
                 break;
         }

@@ -67,6 +67,7 @@ typedef enum ConfigKey {
         CONFIG_KEY_RPS_TARGET,
         CONFIG_KEY_RPS_UP_WINDOW,
         CONFIG_KEY_RPS_DOWN_WINDOW,
+        CONFIG_KEY_DECISION_LOG,
         CONFIG_KEY_LISTEN,
         CONFIG_KEY_ADMIN_LISTEN,
         CONFIG_KEY_ADMIN_ALLOW_PUBLIC,
@@ -138,6 +139,7 @@ typedef struct Config {
         double rps_target;          /* requests/s per worker; 0 = request-rate scaling off */
         usec_t rps_up_window;       /* 30 s: the sustained rate that grows the pool */
         usec_t rps_down_window;     /* 120 s: the sustained rate that lets it shrink */
+        char *decision_log;         /* every policy decision with its inputs, for elastic-pool-replay; NULL = none */
 
         /* [frontend] */
         char *listen[CONFIG_LISTEN_MAX + 1]; /* "IPV4:PORT" / "[IPV6]:PORT"; NULL-terminated; default

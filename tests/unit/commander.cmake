@@ -13,6 +13,7 @@ ep_unit_test(cgroup SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-cgroup.c LIBS ep-core
 ep_unit_test(spawn SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-spawn.c LIBS ep-core)
 ep_unit_test(channel SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-channel.c LIBS ep-core)
 ep_unit_test(channel-listener SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-channel-listener.c LIBS ep-core)
+ep_unit_test(decision-log SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-decision-log.c LIBS ep-core)
 ep_unit_test(sockdiag SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-sockdiag.c LIBS ep-core)
 ep_unit_test(cookie SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-cookie.c LIBS ep-core)
 ep_unit_test(surface SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-surface.c LIBS ep-core)

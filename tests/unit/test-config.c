@@ -247,6 +247,8 @@ static void test_config_load_every_key(void **state) {
                 ROW(RPS_TARGET, "policy", rps_target, "50", DBL, .d = 50.0),
                 ROW(RPS_UP_WINDOW, "policy", rps_up_window, "10s", U64, 10 * USEC_PER_SEC),
                 ROW(RPS_DOWN_WINDOW, "policy", rps_down_window, "1min", U64, 60 * USEC_PER_SEC),
+                ROW(DECISION_LOG, "policy", decision_log, "/var/log/ep-decisions.jsonl", STR,
+                    .s = "/var/log/ep-decisions.jsonl"),
                 ROW(READOPT, "pool", readopt, "no", BOOL, false),
                 ROW(ADOPT_TIMEOUT, "pool", adopt_timeout, "2s", U64, 2 * USEC_PER_SEC),
                 ROW(RELOAD_STATE, "pool", reload_state, "require-compatible", RELOAD,
