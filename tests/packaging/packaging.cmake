@@ -21,3 +21,16 @@ if(EP_BUILD_MAN)
 endif()
 add_test(NAME packaging/config-keys COMMAND test-config-docs)
 set_tests_properties(packaging/config-keys PROPERTIES LABELS "unit;packaging" TIMEOUT 60)
+
+# packaging/restart-groups: the packages' upgrade step (packaging/restart-groups.sh) on a running group
+# under a real systemd manager (the systemd user sandbox of tests/system): the same workers and users
+# under the new commander.
+foreach(kind SYSTEM USER)
+        cmake_path(ABSOLUTE_PATH EP_SYSTEMD_${kind}_UNIT_DIR BASE_DIRECTORY ${CMAKE_INSTALL_PREFIX}
+                OUTPUT_VARIABLE EP_PACKAGING_${kind}_UNIT_DIR)
+endforeach()
+add_test(NAME packaging/restart-groups COMMAND ${CMAKE_CURRENT_LIST_DIR}/../system/run-in-sandbox.sh
+        ${CMAKE_CURRENT_LIST_DIR}/restart-groups.sh)
+set_tests_properties(packaging/restart-groups PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
+        LABELS "system;packaging"
+        ENVIRONMENT "EP_BUILD_DIR=${CMAKE_BINARY_DIR};EP_SOURCE_DIR=${CMAKE_SOURCE_DIR};EP_SANITIZE=${EP_SANITIZE};EP_SYSTEM_UNIT_DIR=${EP_PACKAGING_SYSTEM_UNIT_DIR};EP_USER_UNIT_DIR=${EP_PACKAGING_USER_UNIT_DIR};EP_INSTALL_BINDIR=${CMAKE_INSTALL_FULL_BINDIR}")
