@@ -16,6 +16,9 @@
 -- lintian reports each warning). Columns are sized by their content instead, within 69n in all: a
 -- column whose longest cell fits an equal share of the room left gets just that; the others share what
 -- remains by their longest cell (60 at most counted), each at least as wide as its longest word.
+-- Each table is preceded by ".ne" as tall as its tallest cell: groff 1.22's tbl checks that a text block
+-- fits in what is left of the page, and in the continuous rendering man uses on terminals the page only
+-- grows at an .ne, so without one a table far down a page is reported as not fitting.
 
 local ROOM = 69 -- n, gaps included
 local GAP = 3   -- tbl's default column separation
@@ -40,6 +43,24 @@ local function measure(row, longest, widest)
                         widest[i] = math.max(widest[i], text_length(word))
                 end
         end
+end
+
+-- lines the tallest cell of row takes at these widths, words wrapping as they come
+local function row_height(row, width)
+        local tallest = 1
+        for i, cell in ipairs(row.cells) do
+                local lines, used = 1, 0
+                for word in pandoc.utils.stringify(cell.contents):gmatch("%S+") do
+                        local l = text_length(word)
+                        if used > 0 and used + 1 + l > width[i] then
+                                lines, used = lines + 1, l
+                        else
+                                used = used + (used > 0 and 1 or 0) + l
+                        end
+                end
+                tallest = math.max(tallest, lines)
+        end
+        return tallest
 end
 
 local function column_widths(n, longest, widest)
@@ -99,7 +120,13 @@ function Table(tbl)
         for i = 1, n do
                 tbl.colspecs[i] = { tbl.colspecs[i][1], width[i] / 70 }
         end
-        return tbl
+        local tallest = 1
+        for _, body in ipairs(tbl.bodies) do
+                for _, row in ipairs(body.body) do
+                        tallest = math.max(tallest, row_height(row, width))
+                end
+        end
+        return { pandoc.RawBlock("man", string.format(".ne %dv", tallest + 2)), tbl }
 end
 
 local function keep_line_breaks(block)
