@@ -34,3 +34,17 @@ add_test(NAME packaging/restart-groups COMMAND ${CMAKE_CURRENT_LIST_DIR}/../syst
 set_tests_properties(packaging/restart-groups PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
         LABELS "system;packaging"
         ENVIRONMENT "EP_BUILD_DIR=${CMAKE_BINARY_DIR};EP_SOURCE_DIR=${CMAKE_SOURCE_DIR};EP_SANITIZE=${EP_SANITIZE};EP_SYSTEM_UNIT_DIR=${EP_PACKAGING_SYSTEM_UNIT_DIR};EP_USER_UNIT_DIR=${EP_PACKAGING_USER_UNIT_DIR};EP_INSTALL_BINDIR=${CMAKE_INSTALL_FULL_BINDIR}")
+
+# packaging/deb-rpm: builds the .deb and the .rpm (packaging/build-*.sh, into BUILD/packaging-test),
+# compares what they ship, runs lintian, and builds the sensor(3) example against both. It takes both
+# cores for about two minutes: RUN_SERIAL keeps the timing-sensitive tests from running beside it.
+add_test(NAME packaging/deb-rpm COMMAND ${CMAKE_CURRENT_LIST_DIR}/deb-rpm.sh)
+set_tests_properties(packaging/deb-rpm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS "packaging"
+        RUN_SERIAL TRUE
+        ENVIRONMENT "EP_BUILD_DIR=${CMAKE_BINARY_DIR};EP_SOURCE_DIR=${CMAKE_SOURCE_DIR};EP_SANITIZE=${EP_SANITIZE}")
+
+# packaging/man-pages: the built man pages format without a groff warning (as lintian runs man), have a
+# whatis entry, cover every installed program, and every elastic-pool page they name exists.
+add_test(NAME packaging/man-pages COMMAND ${CMAKE_CURRENT_LIST_DIR}/man-pages.sh)
+set_tests_properties(packaging/man-pages PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "packaging"
+        ENVIRONMENT "EP_BUILD_DIR=${CMAKE_BINARY_DIR};EP_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
