@@ -2,9 +2,8 @@
 # SPDX-License-Identifier: MIT
 # restart-groups [--user] [--clean] [--dry-run]: after an upgrade of the commander, moves every running
 # group of the system manager (elastic-pool@GROUP.service; with --user, of the caller's own manager) to
-# the new binary. The packages run it on upgrade
-# (Debian: postinst configure; RPM: %post), an operator may run it after any upgrade by hand. Installed
-# as /usr/libexec/elastic-pool/restart-groups.
+# the new binary. The packages run it on upgrade (Debian: postinst configure; RPM: %post); an operator
+# may run it after any upgrade by hand. Installed as /usr/libexec/elastic-pool/restart-groups.
 #
 # Why not "systemctl restart": an orderly stop of the commander (SIGTERM) stops its workers, and every
 # logged-in user loses its state. A commander that dies without stopping them is the case re-adoption
