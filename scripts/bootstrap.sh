@@ -16,6 +16,8 @@ PKGS=(
         curl nghttp2-client python3 python3-h2 python3-websockets systemd dbus procps iproute2 util-linux
         # tests of the admin listener: the monitor page in a real browser, /metrics through promtool
         chromium prometheus
+        # tests/packaging: the .deb and .rpm builds (packaging/build-*.sh) and lintian
+        debhelper rpm lintian
 )
 BENCH_PKGS=(nginx-light haproxy wrk nghttp2-client valgrind linux-perf hyperfine)
 # Debian's fix for CVE-2026-27135 plus the Rapid Reset and CONTINUATION-flood backports.

@@ -23,7 +23,7 @@
 . "$(dirname "$0")/../integration/lib.sh"
 
 for tool in dpkg-buildpackage dpkg-deb dh lintian rpmbuild rpm rpm2archive pandoc pkg-config cc; do
-        command -v "$tool" >/dev/null || skip "needs $tool (apt-get install debhelper lintian rpm pandoc)"
+        command -v "$tool" >/dev/null || skip "needs $tool (scripts/bootstrap.sh installs it)"
 done
 [[ ${EP_SANITIZE:-OFF} != ON ]] ||
         skip "the packages build from the source tree with their own flags, not from this build: the plain build's run checks them"
