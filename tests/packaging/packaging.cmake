@@ -48,3 +48,9 @@ set_tests_properties(packaging/deb-rpm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60
 add_test(NAME packaging/man-pages COMMAND ${CMAKE_CURRENT_LIST_DIR}/man-pages.sh)
 set_tests_properties(packaging/man-pages PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 LABELS "packaging"
         ENVIRONMENT "EP_BUILD_DIR=${CMAKE_BINARY_DIR};EP_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
+
+# packaging/sensor-api: sensor.h, elastic-pool-sensor(3)'s SYNOPSIS, the Debian symbols file and the
+# library's exports name the same functions.
+add_test(NAME packaging/sensor-api COMMAND ${CMAKE_CURRENT_LIST_DIR}/sensor-api.sh)
+set_tests_properties(packaging/sensor-api PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60 LABELS "packaging"
+        ENVIRONMENT "EP_BUILD_DIR=${CMAKE_BINARY_DIR};EP_SOURCE_DIR=${CMAKE_SOURCE_DIR}")
