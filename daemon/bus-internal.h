@@ -17,6 +17,7 @@ typedef enum BusProperty {
         BUS_PROPERTY_COUNTERS,
         BUS_PROPERTY_SCALE_TARGET,
         BUS_PROPERTY_ROLLING_RELOAD,
+        BUS_PROPERTY_REQUEST_RATE,
         _BUS_PROPERTY_MAX,
         _BUS_PROPERTY_INVALID = -EINVAL,
 } BusProperty;
@@ -57,6 +58,8 @@ int bus_property_get_drain(sd_bus *bus, const char *path, const char *interface,
                            sd_bus_message *reply, void *userdata, sd_bus_error *error);
 int bus_property_get_rolling_reload(sd_bus *bus, const char *path, const char *interface, const char *property,
                                     sd_bus_message *reply, void *userdata, sd_bus_error *error);
+int bus_property_get_request_rate(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                  sd_bus_message *reply, void *userdata, sd_bus_error *error);
 int bus_property_get_counters(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error);
 

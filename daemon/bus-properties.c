@@ -14,6 +14,7 @@ static const char *const property_names[_BUS_PROPERTY_MAX] = {
         [BUS_PROPERTY_HOLDS] = "Holds",       [BUS_PROPERTY_DRAIN] = "Drain",
         [BUS_PROPERTY_COUNTERS] = "Counters", [BUS_PROPERTY_SCALE_TARGET] = "ScaleTarget",
         [BUS_PROPERTY_ROLLING_RELOAD] = "RollingReload",
+        [BUS_PROPERTY_REQUEST_RATE] = "RequestRate",
 };
 
 const char *bus_property_to_string(BusProperty p) {
@@ -183,6 +184,18 @@ int bus_property_get_rolling_reload(sd_bus *bus, const char *path, const char *i
                                      r->last, r->done, r->stopped);
 }
 
+int bus_property_get_request_rate(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        const Capacity *c = ((const Bus *) userdata)->capacity;
+        const RateReading *r = &c->rate_up;
+        RateStatus status = c->policy.rps_target > 0 ? r->status : RATE_OFF;
+        bool ok = status == RATE_OK;
+
+        return sd_bus_message_append(reply, BUS_API_REQUEST_RATE_SIG, rate_status_to_string(status),
+                                     ok ? r->per_worker : NAN, ok ? r->total : NAN, c->policy.rps_target,
+                                     status == RATE_HELD || status == RATE_WAITING ? r->reason : "");
+}
+
 int bus_property_get_counters(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         const Bus *b = userdata;
@@ -278,6 +291,10 @@ uint64_t bus_property_fingerprint(const Bus *b, BusProperty p) {
                 return MIX(h, b->moves);
         case BUS_PROPERTY_SCALE_TARGET:
                 return MIX(h, b->scale_target);
+        case BUS_PROPERTY_REQUEST_RATE:
+                h = MIX(h, (int) b->capacity->rate_up.status);
+                h = MIX(h, b->capacity->rate_up.per_worker);
+                return mix_string(h, b->capacity->rate_up.reason);
         case BUS_PROPERTY_ROLLING_RELOAD:
                 if (!b->rollout)
                         return h;

@@ -326,6 +326,8 @@ static const sd_bus_vtable group_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("RollingReload", BUS_API_ROLLING_RELOAD_SIG, bus_property_get_rolling_reload, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("RequestRate", BUS_API_REQUEST_RATE_SIG, bus_property_get_request_rate, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         /* every method checks its caller itself (check_privileged): sd-bus' own check trusts every
          * caller of a user bus */
         SD_BUS_METHOD_WITH_NAMES("ScaleTo", "u", SD_BUS_PARAM(workers), "", , method_scale_to,

@@ -105,6 +105,7 @@ static void journal_rate(const RateReading *before, const RateReading *after) {
 void capacity_measure_rate(Capacity *c, usec_t now, usec_t length, RateReading *ret) {
         RateReading before = *ret;
         Pool *p = c->pool;
+        usec_t epoch;
         size_t n = 0;
 
         if (c->policy.rps_target <= 0) {
@@ -128,8 +129,14 @@ void capacity_measure_rate(Capacity *c, usec_t now, usec_t length, RateReading *
                         c->rate_buf[n++] = (RateWorker) { .id = w->id, .window = &w->window,
                                                           .serving_since = w->routable_at };
         }
-        rate_sustained(c->rate_buf, n, now, length, MAX(c->rate_epoch, p->changed_at),
-                       c->config->occupancy_interval * 3 / 2, ret);
+        epoch = MAX(c->rate_epoch, p->changed_at);
+        if (epoch != c->rate_epoch_seen) {
+                c->rate_epoch_seen = epoch;
+                log_struct(LOG_INFO, LOG_FIELDS(.event = "rps"), "rps windows restarting: %s; no rate from before "
+                           "drives a decision after", epoch == c->rate_epoch ? "the commander started or the "
+                           "configuration was reloaded" : "the serving set changed");
+        }
+        rate_sustained(c->rate_buf, n, now, length, epoch, c->config->occupancy_interval * 3 / 2, ret);
         journal_rate(&before, ret);
 }
 

@@ -75,6 +75,7 @@ typedef struct Capacity {
 
         /* request-rate scaling: what each direction's window read at the last check */
         usec_t rate_epoch;        /* the windows may not start before (start, reload) */
+        usec_t rate_epoch_seen;   /* the last epoch the journal heard of */
         /* the decision log ([policy] decision_log): a decision is written when it differs from the last */
         FILE *decision_log;
         char *decision_log_path;

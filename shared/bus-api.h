@@ -47,6 +47,10 @@
 /* RollingReload: (bsstt): a rolling reload under way, its progress ("2/3: moving 17 users off w3"), how
  * the last one ended ("" before the first), rolling reloads done, stopped. */
 #define BUS_API_ROLLING_RELOAD_SIG "(bsstt)"
+/* RequestRate: (sddds): the sustained rate that grows the pool (rps_up_window): status ("off", "ok",
+ * "waiting", "held"), requests/s per serving worker and for the group (NaN unless "ok": not available is
+ * never 0), rps_target, and why it is not available ("" when it is). */
+#define BUS_API_REQUEST_RATE_SIG "(sddds)"
 
 typedef enum BusApiKind {
         BUS_API_NONE,

@@ -196,6 +196,9 @@ grep -qE "rolling reload done: [0-9]+ workers replaced" "$EP_TMP/out" || fail "r
 note "reload --wait: $(tr '\n' ';' <"$EP_TMP/out")"
 busctl --user get-property "$name" "$path" "$iface" RollingReload | grep -qE '^\(bsstt\) false "" ".*workers replaced" 1 0' ||
         fail "RollingReload reads $(busctl --user get-property "$name" "$path" "$iface" RollingReload)"
+# request-rate scaling is off here: said so, never a rate of 0
+busctl --user get-property "$name" "$path" "$iface" RequestRate | grep -qE '^\(sddds\) "off" nan nan 0 ""' ||
+        fail "RequestRate reads $(busctl --user get-property "$name" "$path" "$iface" RequestRate)"
 rc=0; ctl -g "nosuch$$" status 2>"$EP_TMP/err" || rc=$?
 ((rc == 3)) && grep -q "group 'nosuch$$' is not running" "$EP_TMP/err" || fail "a group not running: exit $rc"
 rc=0; ctl scale 2>/dev/null || rc=$?

@@ -6,14 +6,16 @@
 #      users logging in then land on w2 too: both workers serve; every request is answered 200.
 #   2. Low traffic on w1 only (w2's users logged out), and w2's reports stop (w2 SIGSTOPped: its sensor
 #      with it; nothing routes to it) before the down window completes: the pool keeps 2 workers for
-#      HOLD_S seconds (the issue's 90 s, shortened here), status.json shows the rate as not available
+#      HOLD_S seconds (90; EP_RPS_HOLD_S), status.json shows the rate as not available
 #      with the reason ("w2 no row for ..."), never 0 requests/s; nothing is retired.
 #   3. Reports resume: the window starts over, and the pool shrinks 2 -> 1 by compaction (live moves).
+#   The windows restart on a reload and when a worker is replaced by a new process (the journal says
+#   "window restarting"): a rate from before never drives a decision after.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/commander-lib.sh"
 . "$(dirname "$0")/frontend-lib.sh"
 make_test_cgroup
-HOLD_S=${EP_RPS_HOLD_S:-20}
+HOLD_S=${EP_RPS_HOLD_S:-90}
 LOADGEN=$(bin elastic-pool-loadgen)
 
 fe_config "$DEMO_WORKER" pool.min_workers=1 pool.max_workers=2 \
@@ -45,8 +47,11 @@ EP_WAIT=30 wait_log 'Scale-up: spawning a worker: rps [0-9.]+/s per worker over 
 wait_log 'Worker w2 is routable'
 # a reception that passes every login on (and a reload: the rate windows start over)
 printf '[policy]\nreception_threshold = 0.01\n' >>"$EP_CONF"
+restarts=$(grep -c 'rps windows restarting' "$EP_LOG" || true)
 kill -HUP "$EP_COMMANDER_PID"
 wait_log "Reloaded the configuration from $EP_CONF"
+EP_WAIT=10 wait_until bash -c "(( \$(grep -c 'rps windows restarting' '$EP_LOG') > $restarts ))" ||
+        fail "the reload did not restart the rate windows"
 load late 3 20ms # logging in now, on a busy reception: passed on to w2
 late=$EP_LAST_PID
 wait_log 'User late[0-9]+ logged in on w1; placement passes it to w2|Move [0-9]+ of user late[0-9]+ from w1 to w2 done'
@@ -91,4 +96,12 @@ EP_WAIT=60 wait_until bash -c "[[ \$(\"$EP_PYTHON\" -c 'import json,sys; print(l
         fail "the pool did not shrink once reports resumed: $(grep -E 'Compaction|held' "$EP_LOG" | tail -n 5)"
 log_has 'Compaction: (draining|retiring)' || fail "the pool shrank without compaction"
 load_stop "$quiet" quiet
+
+# a worker replaced by a new process: the windows restart
+restarts=$(grep -c 'rps windows restarting' "$EP_LOG" || true)
+survivor=$("$EP_PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["workers"][0]["name"])' "$EP_RUN/status.json")
+kill -KILL "$(worker_pid "$survivor")"
+wait_log "\[death $survivor\]"
+EP_WAIT=20 wait_until bash -c "(( \$(grep -c 'rps windows restarting' '$EP_LOG') > $restarts ))" ||
+        fail "the replacement of $survivor did not restart the rate windows"
 fe_stop
