@@ -20,6 +20,7 @@
 #include <sys/un.h>
 
 #include "cleanup.h"
+#include "config-worker.h"
 #include "macro.h"
 #include "parse-util.h"
 
@@ -127,6 +128,10 @@ typedef enum ValueType {
         VALUE_PATH, /* an absolute path; empty = none */
         VALUE_PREFIXES,
         VALUE_BOOL,
+        VALUE_ENVIRONMENT,      /* KEY=VALUE words; appends, "" resets */
+        VALUE_ENVIRONMENT_FILE, /* absolute path, '-' in front: may be missing; "" = none */
+        VALUE_DIRECTORY,        /* absolute path; "" = none */
+        VALUE_IDENTITY,         /* user or group name or number; "" = the commander's */
 } ValueType;
 
 typedef enum Rule {
@@ -156,6 +161,11 @@ static const KeyInfo key_table[_CONFIG_KEY_MAX] = {
         KEY(MEMORY_LIMIT, "worker", memory_limit, VALUE_SIZE, RULE_NONE),
         KEY(CPU_WALL_CORES, "worker", cpu_wall_cores, VALUE_DOUBLE, RULE_POSITIVE),
         KEY(CONCURRENCY, "worker", concurrency, VALUE_UINT32, RULE_NONE),
+        KEY(ENVIRONMENT, "worker", environment, VALUE_ENVIRONMENT, RULE_NONE),
+        KEY(ENVIRONMENT_FILE, "worker", environment_file, VALUE_ENVIRONMENT_FILE, RULE_NONE),
+        KEY(WORKING_DIRECTORY, "worker", working_directory, VALUE_DIRECTORY, RULE_NONE),
+        KEY(USER, "worker", user, VALUE_IDENTITY, RULE_NONE),
+        KEY(GROUP, "worker", group, VALUE_IDENTITY, RULE_NONE),
         KEY(BACKEND, "pool", backend, VALUE_BACKEND, RULE_NONE),
         KEY(MIN_WORKERS, "pool", min_workers, VALUE_UINT32, RULE_POSITIVE),
         KEY(MAX_WORKERS, "pool", max_workers, VALUE_MAX_WORKERS, RULE_NONE),
@@ -730,6 +740,13 @@ void config_done(Config *c) {
         free(c->path);
         strv_free(c->exec);
         free(c->exec_line);
+        config_env_free(c->environment);
+        free(c->environment_file);
+        config_env_free(c->environment_file_vars);
+        free(c->working_directory);
+        free(c->user);
+        free(c->group);
+        config_identity_done(&c->identity);
         listen_clear(c);
         free(c->admin_listen);
         free(c->decision_log);
@@ -822,6 +839,32 @@ static int validate_admin_public(const Config *c, char **ret_error) {
                          "user and the pool's state, and must not be public: set admin_allow_public = yes to "
                          "listen there all the same)",
                          c->admin_listen);
+/* environment=, environment_file= and working_directory= as written; what they name is read by
+ * load_worker_runtime(). */
+static int validate_worker_runtime(const Config *c, ConfigKey k, char **ret_error) {
+        _cleanup_free_ char *why = NULL;
+        const char *path;
+        char buf[72];
+        int r;
+
+        if (key_table[k].type == VALUE_ENVIRONMENT) {
+                for (char **e = c->environment; e && *e; e++) {
+                        r = config_env_check(*e, &why);
+                        if (r == -EINVAL)
+                                return key_error(c, k, ret_error, "%s", why);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+        path = key_table[k].type == VALUE_ENVIRONMENT_FILE ? c->environment_file
+               : key_table[k].type == VALUE_DIRECTORY      ? c->working_directory
+                                                           : NULL;
+        /* relative to what? the commander's working directory is / under systemd, not the file's */
+        if (path && path[0] != '/')
+                return key_error(c, k, ret_error, "'%s' is not an absolute path",
+                                 shorten(path, buf, sizeof(buf)));
+        return 0;
 }
 
 static int validate_key(const Config *c, ConfigKey k, const char *shown, char **ret_error) {
@@ -831,6 +874,12 @@ static int validate_key(const Config *c, ConfigKey k, const char *shown, char **
         switch (key_table[k].type) {
         case VALUE_EXEC:
                 return validate_exec(c, ret_error);
+        case VALUE_ENVIRONMENT:
+        case VALUE_ENVIRONMENT_FILE:
+        case VALUE_DIRECTORY:
+                return validate_worker_runtime(c, k, ret_error);
+        case VALUE_IDENTITY:
+                return 0; /* resolved by load_worker_runtime() */
         case VALUE_BACKEND:
                 if (!backend_kind_to_string(c->backend))
                         return key_error(c, k, ret_error, "%d is not a backend", (int) c->backend);
@@ -1134,6 +1183,35 @@ static int parse_list(Parser *p, ConfigKey k, const char *value) {
         return 0;
 }
 
+/* [worker] environment=, environment_file=, working_directory=, user=, group=. An empty value resets the
+ * key to its default (none), as in systemd. */
+static int parse_worker_runtime(Parser *p, ConfigKey k, const char *value) {
+        const KeyInfo *ki = &key_table[k];
+        Config *c = p->config;
+        _cleanup_free_ char *why = NULL;
+        char **field = key_field(c, k);
+        int r;
+
+        if (ki->type == VALUE_ENVIRONMENT) {
+                r = config_env_assign(&c->environment, value, &why);
+                if (r == -EINVAL)
+                        return parser_fail(p, ki->section, ki->name, "%s", why);
+                return r < 0 ? (p->error = r) : 0;
+        }
+        if (ki->type == VALUE_ENVIRONMENT_FILE) {
+                /* systemd's EnvironmentFile=-PATH: a file that may be missing */
+                c->environment_file_optional = value[0] == '-';
+                if (streq(value, "-"))
+                        return parser_fail(p, ki->section, ki->name, "'-' names no file");
+                value += c->environment_file_optional;
+        }
+        *field = mfree(*field);
+        if (isempty(value))
+                return 0;
+        *field = strdup(value);
+        return *field ? 0 : (p->error = -ENOMEM);
+}
+
 static int parse_value(Parser *p, ConfigKey k, const char *value) {
         const KeyInfo *ki = &key_table[k];
         Config *c = p->config;
@@ -1182,6 +1260,11 @@ static int parse_value(Parser *p, ConfigKey k, const char *value) {
                 *field = strdup(value);
                 return *field ? 0 : (p->error = -ENOMEM);
         }
+        case VALUE_ENVIRONMENT:
+        case VALUE_ENVIRONMENT_FILE:
+        case VALUE_DIRECTORY:
+        case VALUE_IDENTITY:
+                return parse_worker_runtime(p, k, value);
         default:
                 break;
         }
@@ -1336,6 +1419,36 @@ static int parse_file(Parser *p) {
         return 0;
 }
 
+/* What the [worker] runtime keys name, read on every load and reload: environment_file's variables, the
+ * ids of user= and group=, working_directory's existence. An error names the key's line and comes back
+ * as -EINVAL whatever the cause: -ENOENT is the configuration file's own (a group without one). */
+static int load_worker_runtime(Config *c, char **ret_error) {
+        _cleanup_free_ char *why = NULL;
+        ConfigKey k;
+        int r;
+
+        if (c->environment_file) {
+                r = config_env_file_read(c->environment_file, &c->environment_file_vars, &why);
+                if (r == -ENOENT && c->environment_file_optional)
+                        r = 0, why = mfree(why);
+                if (r < 0 && why)
+                        return key_error(c, CONFIG_KEY_ENVIRONMENT_FILE, ret_error, "%s", why);
+                if (r < 0)
+                        return r;
+        }
+        if (c->working_directory) {
+                r = config_working_directory_check(c->working_directory, &why);
+                if (r < 0 && why)
+                        return key_error(c, CONFIG_KEY_WORKING_DIRECTORY, ret_error, "%s", why);
+                if (r < 0)
+                        return r;
+        }
+        r = config_identity_resolve(c->user, c->group, &c->identity, &k, &why);
+        if (r < 0 && why)
+                return key_error(c, k, ret_error, "%s", why);
+        return r;
+}
+
 int config_load(Config *c, const char *path, char **ret_error) {
         _cleanup_(config_done) Config t = {};
         _cleanup_fclose_ FILE *f = NULL;
@@ -1363,6 +1476,9 @@ int config_load(Config *c, const char *path, char **ret_error) {
                 return r;
 
         r = config_validate(&t, ret_error);
+        if (r < 0)
+                return r;
+        r = load_worker_runtime(&t, ret_error);
         if (r < 0)
                 return r;
 

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "time-util.h"
 
@@ -44,6 +45,11 @@ typedef enum ConfigKey {
         CONFIG_KEY_MEMORY_LIMIT,
         CONFIG_KEY_CPU_WALL_CORES,
         CONFIG_KEY_CONCURRENCY,
+        CONFIG_KEY_ENVIRONMENT,
+        CONFIG_KEY_ENVIRONMENT_FILE,
+        CONFIG_KEY_WORKING_DIRECTORY,
+        CONFIG_KEY_USER,
+        CONFIG_KEY_GROUP,
         CONFIG_KEY_BACKEND,
         CONFIG_KEY_MIN_WORKERS,
         CONFIG_KEY_MAX_WORKERS,
@@ -103,6 +109,17 @@ const char *config_key_section(ConfigKey k);
 /* Upper bound of window_rows: one ring of this many reports is kept per worker. */
 #define CONFIG_WINDOW_ROWS_MAX 65536U
 
+/* Who a worker runs as: [worker] user= and group=, resolved when the file is loaded. */
+typedef struct ConfigIdentity {
+        bool set;         /* user= or group= given; otherwise the worker runs as the commander */
+        uid_t uid;        /* the commander's own when only group= is given */
+        gid_t gid;        /* group=, else the user's primary group */
+        gid_t *groups;    /* supplementary groups: the user's (getgrouplist()), none without a user name */
+        size_t n_groups;
+        char *user_name;  /* for messages: the name in the user database, else the number */
+        char *group_name;
+} ConfigIdentity;
+
 typedef struct Config {
         char *path; /* the file it was read from; NULL for built-in defaults */
 
@@ -112,6 +129,14 @@ typedef struct Config {
         uint64_t memory_limit; /* bytes; 0 = none (no memory component) */
         double cpu_wall_cores; /* 1.0 */
         uint32_t concurrency;  /* executor size assumed for workers that report none; 0 = unknown */
+        char **environment;    /* "KEY=VALUE" of environment=, one entry per key (its last value); NULL: none */
+        char *environment_file;         /* absolute path; NULL: none */
+        bool environment_file_optional; /* written "-PATH": a missing file is no error */
+        char **environment_file_vars;   /* "KEY=VALUE" read from it by config_load(); environment= wins */
+        char *working_directory;        /* absolute; NULL: the commander's own */
+        char *user;                     /* name or id as written; NULL: the commander's */
+        char *group;                    /* name or id as written; NULL: the user's primary group */
+        ConfigIdentity identity;        /* user= and group= resolved by config_load() */
 
         /* [pool] */
         BackendKind backend;      /* auto */
@@ -189,13 +214,16 @@ int config_init_defaults(Config *c);
 /* Frees everything c owns and zeroes it; safe on a zeroed or already-done Config. */
 void config_done(Config *c);
 
-/* Reads path on top of the built-in defaults and validates the result. *c must be zeroed or hold a
+/* Reads path on top of the built-in defaults and validates the result. What the [worker] runtime
+ * settings name is read here too (config-worker.h): environment_file's variables, the ids of user= and
+ * group=, the existence of working_directory; a reload reads them again. *c must be zeroed or hold a
  * configuration: on success its old contents are freed and replaced, on error it is left untouched
  * (so a failed reload keeps the running configuration).
  * On error returns negative errno and stores one message "PATH:LINE: [section] key: what is wrong" in
  * *ret_error (malloc()ed; NULL on -ENOMEM; ret_error itself may be NULL). The first error stops
  * parsing. -ENOENT etc. when the file cannot be opened or read (message "PATH: cannot open: ..."),
- * -EINVAL for anything wrong in its contents. On success *ret_error is set to NULL. */
+ * -EINVAL for anything wrong in its contents or in what they name (an environment file that cannot be
+ * read, an unknown user included). On success *ret_error is set to NULL. */
 int config_load(Config *c, const char *path, char **ret_error);
 
 /* Every per-key rule (ranges, positivity, addresses, exec) and the cross-key rules (min_workers <=

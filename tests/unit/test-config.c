@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* The configuration file: defaults, every key, units, exec quoting, list semantics, and for every kind of
- * mistake the one exact message an operator gets, with file and line. */
+ * mistake the one exact message an operator gets, with file and line. The [worker] runtime settings
+ * (config-worker.c): environment= and the environment file's format, working_directory, user= and
+ * group= resolved (as another user when run as root; as a commander that is not root in a child), and
+ * the digest of the worker definition, which moves with every part of it and with nothing else. */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <ftw.h>
+#include <grp.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,11 +17,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "cleanup.h"
+#include "config-worker.h"
 #include "config.h"
 #include "macro.h"
 
@@ -115,6 +123,20 @@ static void assert_config_equal(const Config *a, const Config *b) {
         assert_int_equal(a->user_expiry, b->user_expiry);
         assert_int_equal(a->websocket, b->websocket);
         assert_int_equal(a->websocket_idle_timeout, b->websocket_idle_timeout);
+        assert_int_equal(config_env_length(a->environment), config_env_length(b->environment));
+        assert_true(streq_ptr(a->environment_file, b->environment_file));
+        assert_int_equal(config_env_length(a->environment_file_vars),
+                         config_env_length(b->environment_file_vars));
+        assert_true(streq_ptr(a->working_directory, b->working_directory));
+        assert_true(streq_ptr(a->user, b->user));
+        assert_true(streq_ptr(a->group, b->group));
+        assert_int_equal(a->identity.set, b->identity.set);
+        /* exec is compared by the callers that mean to (the packaged path is not the built one) */
+        ConfigWorkerDigest da, db;
+        config_worker_digest_parts(a, &da);
+        config_worker_digest_parts(b, &db);
+        for (ConfigWorkerPart p = CONFIG_WORKER_EXEC + 1; p < _CONFIG_WORKER_PART_MAX; p++)
+                assert_true(da.part[p] == db.part[p]);
 }
 
 static void test_config_init_defaults_values(void **state) {
@@ -222,12 +244,32 @@ static void assert_key_case(const Config *c, const KeyCase *t) {
         }
 }
 
+/* The name of the user and group this test runs as: the ones user= and group= may always name. */
+static void own_names(char *user, char *group, size_t size) {
+        struct passwd *pw = getpwuid(geteuid());
+        struct group *gr = getgrgid(getegid());
+
+        assert_non_null(pw);
+        assert_non_null(gr);
+        snprintf(user, size, "%s", pw->pw_name);
+        snprintf(group, size, "%s", gr->gr_name);
+}
+
 static void test_config_load_every_key(void **state) {
-        static const KeyCase cases[] = {
+        _cleanup_free_ char *env_file = write_file("FROM_FILE=1\n");
+        char user[64], group[64];
+
+        own_names(user, group, sizeof user);
+        const KeyCase cases[] = {
                 ROW(EXEC, "worker", exec, "/usr/bin/app --port 'a b'", STRV1, .s = "--port"),
                 ROW(MEMORY_LIMIT, "worker", memory_limit, "512M", U64, 512ULL << 20),
                 ROW(CPU_WALL_CORES, "worker", cpu_wall_cores, "2.5", DBL, .d = 2.5),
                 ROW(CONCURRENCY, "worker", concurrency, "8", U32, 8),
+                ROW(ENVIRONMENT, "worker", environment, "A=1 'B=two words'", STRV1, .s = "B=two words"),
+                ROW(ENVIRONMENT_FILE, "worker", environment_file, env_file, STR, .s = env_file),
+                ROW(WORKING_DIRECTORY, "worker", working_directory, "/tmp", STR, .s = "/tmp"),
+                ROW(USER, "worker", user, user, STR, .s = user),
+                ROW(GROUP, "worker", group, group, STR, .s = group),
                 ROW(BACKEND, "pool", backend, "cgroup", BACKEND, BACKEND_CGROUP),
                 ROW(MIN_WORKERS, "pool", min_workers, "2", U32, 2),
                 ROW(MAX_WORKERS, "pool", max_workers, "12", U32, 12),
@@ -316,6 +358,13 @@ static void test_config_load_every_key(void **state) {
         assert_null(c.listen[2]);
         assert_string_equal(c.trusted_proxies[0], "10.0.0.0/8");
         assert_null(c.trusted_proxies[2]);
+        assert_string_equal(c.environment[0], "A=1");
+        assert_null(c.environment[2]);
+        /* what the runtime keys name was read */
+        assert_string_equal(config_env_get(c.environment_file_vars, "FROM_FILE"), "1");
+        assert_true(c.identity.set);
+        assert_int_equal(c.identity.uid, geteuid());
+        assert_int_equal(c.identity.gid, getegid());
         config_done(&c);
 }
 
@@ -888,12 +937,18 @@ static void test_config_validate_code_built(void **state) {
                 {"[pool] stop_timeout: 0us is not positive (must be greater than 0)"},
                 {"[frontend] listen: 'nowhere': missing ':PORT' (expected IPV4:PORT or [IPV6]:PORT)"},
                 {"[worker] exec: empty command"},
+                {"[worker] environment: 'LISTEN_FDS=1': LISTEN_FDS is set by the commander for each worker "
+                 "(the "
+                 "handover of its listening socket)"},
+                {"[worker] working_directory: 'srv' is not an absolute path"},
+                {"[worker] environment_file: 'web.env' is not an absolute path"},
         };
         for (size_t i = 0; i < ELEMENTSOF(expected); i++) {
                 _cleanup_free_ char *error = NULL;
                 Config t;
                 char *saved_exec0 = c.exec[0], *saved_listen0 = c.listen[0];
                 char *no_argv[] = {NULL};
+                char *listen_fds[] = {(char *) "A=1", (char *) "LISTEN_FDS=1", NULL};
 
                 t = c;
                 switch (i) {
@@ -917,6 +972,15 @@ static void test_config_validate_code_built(void **state) {
                         break;
                 case 6:
                         t.exec = no_argv;
+                        break;
+                case 7:
+                        t.environment = listen_fds;
+                        break;
+                case 8:
+                        t.working_directory = (char *) "srv";
+                        break;
+                case 9:
+                        t.environment_file = (char *) "web.env";
                         break;
                 }
                 assert_int_equal(config_validate(&t, &error), -EINVAL);
@@ -1010,6 +1074,555 @@ static void test_config_parse_ip_prefix_forms(void **state) {
                 "[::1]", "proxy.local", "10.0.0.0/8/8"};
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 assert_int_equal(config_parse_ip_prefix(bad[i], &p), -EINVAL);
+}
+
+/* ---- [worker] runtime settings ---- */
+
+/* Loads "[worker]\n" + text; returns config_load()'s result. */
+static int load_worker(const char *text, Config *c, char **ret_error, char **ret_path) {
+        _cleanup_free_ char *full = NULL;
+
+        assert_true(asprintf(&full, "[worker]\n%s", text) > 0);
+        return load_text(full, c, ret_error, ret_path);
+}
+
+static void test_config_load_environment_append_and_reset(void **state) {
+        static const struct {
+                const char *text;
+                const char *env[5];
+        } cases[] = {
+                {"environment = A=1\n", {"A=1"}},
+                /* several words a line, quoted like exec=; each line adds */
+                {"environment = A=1 \"B=two words\" 'C=$HOME; #x'\nenvironment = D=\n",
+                 {"A=1", "B=two words", "C=$HOME; #x", "D="}},
+                /* a key set again takes its new value, in its old place */
+                {"environment = A=1 B=2\nenvironment = A=3\n", {"A=3", "B=2"}},
+                /* an empty assignment resets */
+                {"environment = A=1\nenvironment =\nenvironment = B=2\n", {"B=2"}},
+                {"environment = A=1\nenvironment =\n", {NULL}},
+                /* a value may hold '=' */
+                {"environment = URL=http://x/?a=b\n", {"URL=http://x/?a=b"}},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *error = NULL;
+                Config c = {};
+                size_t n = 0;
+
+                assert_int_equal(load_worker(cases[i].text, &c, &error, NULL), 0);
+                for (; cases[i].env[n]; n++)
+                        assert_string_equal(c.environment[n], cases[i].env[n]);
+                assert_int_equal(config_env_length(c.environment), n);
+                config_done(&c);
+        }
+}
+
+static void test_config_load_worker_runtime_errors(void **state) {
+        static const struct {
+                const char *text, *message; /* message: after "PATH:" */
+        } cases[] = {
+                {"environment = FOO\n", "2: [worker] environment: 'FOO' is not an assignment (KEY=VALUE)"},
+                {"environment = =x\n", "2: [worker] environment: '=x': no variable name before the '='"},
+                {"environment = A=1 1X=y\n", "2: [worker] environment: '1X=y': '1X' is not a variable name "
+                                             "(letters, digits and '_', not "
+                                             "starting with a digit)"},
+                {"environment = 'MY VAR=1'\n",
+                 "2: [worker] environment: 'MY VAR=1': 'MY VAR' is not a variable name (letters, digits and "
+                 "'_', not starting with a digit)"},
+                {"environment = A-B=1\n",
+                 "2: [worker] environment: 'A-B=1': 'A-B' is not a variable name (letters, digits and '_', "
+                 "not starting with a digit)"},
+                {"environment = LISTEN_FDS=3\n",
+                 "2: [worker] environment: 'LISTEN_FDS=3': LISTEN_FDS is set by the commander for each "
+                 "worker (the handover of its listening socket)"},
+                {"environment = LISTEN_PID=1\n",
+                 "2: [worker] environment: 'LISTEN_PID=1': LISTEN_PID is set by the commander for each "
+                 "worker (the handover of its listening socket)"},
+                {"environment = LISTEN_FDNAMES=http\n",
+                 "2: [worker] environment: 'LISTEN_FDNAMES=http': LISTEN_FDNAMES is set by the commander "
+                 "for each worker (the handover of its listening socket)"},
+                {"environment = NOTIFY_SOCKET=/run/x\n",
+                 "2: [worker] environment: 'NOTIFY_SOCKET=/run/x': NOTIFY_SOCKET would let a worker speak "
+                 "for the service to systemd; the commander alone does"},
+                {"environment = ELASTIC_POOL_CHANNEL_FD=9\n",
+                 "2: [worker] environment: 'ELASTIC_POOL_CHANNEL_FD=9': ELASTIC_POOL_* variables are set "
+                 "by the commander for each worker (its channel, group and number)"},
+                {"environment = \"A=1\n", "2: [worker] environment: unterminated double quote"},
+                /* a refused word leaves the line out whole, and the first error stops the parse */
+                {"environment = A=1\nenvironment = B=2 LISTEN_PID=1\n",
+                 "3: [worker] environment: 'LISTEN_PID=1': LISTEN_PID is set by the commander for each "
+                 "worker (the handover of its listening socket)"},
+                {"environment_file = etc/web.env\n",
+                 "2: [worker] environment_file: 'etc/web.env' is not an absolute path"},
+                {"environment_file = -etc/web.env\n",
+                 "2: [worker] environment_file: 'etc/web.env' is not an absolute path"},
+                {"environment_file = -\n", "2: [worker] environment_file: '-' names no file"},
+                {"environment_file = /nonexistent/web.env\n",
+                 "2: [worker] environment_file: cannot open '/nonexistent/web.env': No such file or "
+                 "directory"},
+                {"environment_file = /tmp\n",
+                 "2: [worker] environment_file: cannot read '/tmp': Is a directory"},
+                {"working_directory = srv/web\n",
+                 "2: [worker] working_directory: 'srv/web' is not an absolute path"},
+                {"working_directory = /nonexistent/web\n",
+                 "2: [worker] working_directory: '/nonexistent/web': No such file or directory"},
+                {"working_directory = /dev/null\n",
+                 "2: [worker] working_directory: '/dev/null' is not a directory"},
+                {"user = no-such-user-ep\n",
+                 "2: [worker] user: unknown user 'no-such-user-ep' (not in the user database)"},
+                {"group = no-such-group-ep\n",
+                 "2: [worker] group: unknown group 'no-such-group-ep' (not in the group database)"},
+                {"user = 3999999999\n",
+                 "2: [worker] user: uid 3999999999 has no entry in the user database, so no primary group: "
+                 "name one with group="},
+                /* (uid_t) -1 is no uid, so it is a name, and there is no user of that name */
+                {"user = 4294967295\n",
+                 "2: [worker] user: unknown user '4294967295' (not in the user database)"},
+                /* the error is at the line of the key at fault, not where the parse ended */
+                {"user = no-such-user-ep\n[pool]\nmin_workers = 2\n",
+                 "2: [worker] user: unknown user 'no-such-user-ep' (not in the user database)"},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *text = NULL;
+                assert_true(asprintf(&text, "[worker]\n%s", cases[i].text) > 0);
+                assert_load_fails(text, -EINVAL, cases[i].message);
+        }
+}
+
+/* Loads a configuration naming an environment file of the given text. */
+static int load_env_file(const char *file_text, Config *c, char **ret_error, char **ret_conf,
+                         char **ret_env) {
+        _cleanup_free_ char *env = write_file(file_text), *text = NULL;
+        int r;
+
+        assert_true(asprintf(&text, "environment_file = %s\n", env) > 0);
+        r = load_worker(text, c, ret_error, ret_conf);
+        if (ret_env)
+                *ret_env = TAKE_PTR(env);
+        return r;
+}
+
+static void test_config_env_file_format(void **state) {
+        static const char text[] = "\xEF\xBB\xBF# a comment\n"
+                                   "; another\n"
+                                   "\n"
+                                   "   \t\n"
+                                   "PLAIN=value with blanks   \n"
+                                   "  SPACED = x\r\n"
+                                   "SQ=' single $quoted # kept '\n"
+                                   "DQ=\"say \\\"hi\\\" \\\\ \\$HOME \\n\"\n"
+                                   "EMPTY=\n"
+                                   "EMPTYQ=\"\"\n"
+                                   "HASH=a#b;c\n"
+                                   "PLAIN=second\n";
+        static const struct {
+                const char *key, *value;
+        } want[] = {
+                {"PLAIN", "second"}, /* a key set twice: the last line wins, in the first one's place */
+                {"SPACED", "x"},
+                {"SQ", " single $quoted # kept "},
+                {"DQ", "say \"hi\" \\ $HOME \\n"},
+                {"EMPTY", ""},
+                {"EMPTYQ", ""},
+                {"HASH", "a#b;c"},
+        };
+        _cleanup_free_ char *error = NULL;
+        Config c = {};
+
+        assert_int_equal(load_env_file(text, &c, &error, NULL, NULL), 0);
+        assert_null(error);
+        assert_int_equal(config_env_length(c.environment_file_vars), ELEMENTSOF(want));
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                assert_true(startswith(c.environment_file_vars[i], want[i].key));
+                assert_string_equal(config_env_get(c.environment_file_vars, want[i].key), want[i].value);
+        }
+        config_done(&c);
+
+        /* a file of comments only sets nothing */
+        assert_int_equal(load_env_file("# nothing\n\n", &c, &error, NULL, NULL), 0);
+        assert_null(c.environment_file_vars);
+        config_done(&c);
+}
+
+static void test_config_env_file_errors(void **state) {
+        static const struct {
+                const char *text, *message; /* message: after "ENVPATH:" */
+        } cases[] = {
+                {"A=1\njunk\n", "2: expected KEY=VALUE, got 'junk'"},
+                {"A='x\n", "1: A: unterminated single quote"},
+                {"A=\"x\n", "1: A: unterminated double quote"},
+                {"A=\"x\" y\n", "1: A: text after the closing quote"},
+                {"BAD KEY=1\n",
+                 "1: 'BAD KEY=1': 'BAD KEY' is not a variable name (letters, digits and '_', not "
+                 "starting with a digit)"},
+                {"export A=1\n",
+                 "1: 'export A=1': 'export A' is not a variable name (letters, digits and '_', "
+                 "not starting with a digit)"},
+                {"\n\nLISTEN_PID=1\n",
+                 "3: 'LISTEN_PID=1': LISTEN_PID is set by the commander for each worker "
+                 "(the handover of its listening socket)"},
+                {"ELASTIC_POOL_GROUP=x\n",
+                 "1: 'ELASTIC_POOL_GROUP=x': ELASTIC_POOL_* variables are set by the "
+                 "commander for each worker (its channel, group and number)"},
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *error = NULL, *conf = NULL, *env = NULL, *want = NULL;
+                Config c = {};
+
+                assert_int_equal(load_env_file(cases[i].text, &c, &error, &conf, &env), -EINVAL);
+                assert_true(asprintf(&want, "%s:2: [worker] environment_file: %s:%s", conf, env,
+                                     cases[i].message) > 0);
+                assert_string_equal(error, want);
+                assert_null(c.path);
+        }
+
+        /* a NUL byte */
+        _cleanup_free_ char *env = write_file_n("A=1\nB=\0x\n", 9), *text = NULL, *error = NULL,
+                            *conf = NULL, *want = NULL;
+        Config c = {};
+        assert_true(asprintf(&text, "environment_file = %s\n", env) > 0);
+        assert_int_equal(load_worker(text, &c, &error, &conf), -EINVAL);
+        assert_true(asprintf(&want, "%s:2: [worker] environment_file: %s:2: line contains a NUL byte", conf,
+                             env) > 0);
+        assert_string_equal(error, want);
+}
+
+static void test_config_env_file_optional_and_reread(void **state) {
+        _cleanup_free_ char *error = NULL, *env = NULL, *text = NULL, *missing = NULL, *conf = NULL;
+        Config c = {};
+        FILE *f;
+
+        /* "-PATH": a missing file is none */
+        assert_true(asprintf(&missing, "%s/no-such.env", tmpdir) > 0);
+        assert_true(asprintf(&text, "environment_file = -%s\n", missing) > 0);
+        assert_int_equal(load_worker(text, &c, &error, NULL), 0);
+        assert_string_equal(c.environment_file, missing);
+        assert_true(c.environment_file_optional);
+        assert_null(c.environment_file_vars);
+        config_done(&c);
+        /* but any other failure to read it is still an error */
+        free(text);
+        assert_true(asprintf(&text, "environment_file = -%s\n", tmpdir) > 0);
+        assert_int_equal(load_worker(text, &c, &error, NULL), -EINVAL);
+        assert_non_null(strstr(error, "Is a directory"));
+        error = mfree(error);
+
+        /* environment= overrides the file's variables; the merged list is what a worker gets */
+        env = write_file("A=from-file\nB=from-file\n");
+        free(text);
+        assert_true(asprintf(&text,
+                             "[worker]\nenvironment = B=from-conf C=from-conf\nenvironment_file = %s\n",
+                             env) > 0);
+        conf = write_file(text);
+        assert_int_equal(config_load(&c, conf, &error), 0);
+        char **merged = NULL;
+        assert_int_equal(config_worker_environment(&c, &merged), 0);
+        assert_int_equal(config_env_length(merged), 3);
+        assert_string_equal(config_env_get(merged, "A"), "from-file");
+        assert_string_equal(config_env_get(merged, "B"), "from-conf");
+        assert_string_equal(config_env_get(merged, "C"), "from-conf");
+        merged = config_env_free(merged);
+        uint64_t before = config_worker_digest(&c);
+
+        /* the file is read again on every load: a reload of the same configuration sees the change */
+        f = fopen(env, "we");
+        assert_non_null(f);
+        fputs("A=changed\n", f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(config_load(&c, conf, &error), 0);
+        assert_string_equal(config_env_get(c.environment_file_vars, "A"), "changed");
+        assert_null(config_env_get(c.environment_file_vars, "B"));
+        assert_true(config_worker_digest(&c) != before);
+        config_done(&c);
+
+        /* nothing at all: no list */
+        assert_int_equal(config_init_defaults(&c), 0);
+        assert_int_equal(config_worker_environment(&c, &merged), 0);
+        assert_null(merged);
+        config_done(&c);
+}
+
+static void test_config_load_working_directory(void **state) {
+        _cleanup_free_ char *error = NULL, *text = NULL;
+        Config c = {};
+
+        assert_true(asprintf(&text, "working_directory = %s\n", tmpdir) > 0);
+        assert_int_equal(load_worker(text, &c, &error, NULL), 0);
+        assert_string_equal(c.working_directory, tmpdir);
+        /* empty: back to the commander's own */
+        assert_int_equal(load_worker("working_directory = /tmp\nworking_directory =\n", &c, &error, NULL),
+                         0);
+        assert_null(c.working_directory);
+        config_done(&c);
+}
+
+/* user= and group= as root: names and numbers, the primary group, the supplementary groups. */
+static void test_config_load_user_group_as_root(void **state) {
+        _cleanup_free_ char *error = NULL;
+        Config c = {};
+
+        if (geteuid() != 0)
+                skip();
+        assert_non_null(getpwnam("nobody"));
+        assert_non_null(getgrnam("nogroup"));
+        gid_t nogroup = getgrnam("nogroup")->gr_gid;
+        uid_t nobody = getpwnam("nobody")->pw_uid;
+
+        /* by name: the primary group and the supplementary groups (getgrouplist: its primary one here) */
+        assert_int_equal(load_worker("user = nobody\n", &c, &error, NULL), 0);
+        assert_true(c.identity.set);
+        assert_int_equal(c.identity.uid, nobody);
+        assert_int_equal(c.identity.gid, getpwnam("nobody")->pw_gid);
+        assert_string_equal(c.identity.user_name, "nobody");
+        assert_int_equal(c.identity.n_groups, 1);
+        assert_int_equal(c.identity.groups[0], c.identity.gid);
+        uint64_t by_name = config_worker_digest(&c);
+
+        /* by number: the same identity, named after the user database */
+        char text[128];
+        snprintf(text, sizeof text, "user = %u\n", (unsigned) nobody);
+        assert_int_equal(load_worker(text, &c, &error, NULL), 0);
+        assert_string_equal(c.identity.user_name, "nobody");
+        assert_true(config_worker_digest(&c) == by_name);
+
+        /* group= replaces the primary group, and is among the groups */
+        assert_int_equal(load_worker("user = nobody\ngroup = root\n", &c, &error, NULL), 0);
+        assert_int_equal(c.identity.gid, 0);
+        assert_string_equal(c.identity.group_name, "root");
+        bool has_root = false;
+        for (size_t i = 0; i < c.identity.n_groups; i++)
+                has_root |= c.identity.groups[i] == 0;
+        assert_true(has_root);
+
+        /* a uid without an entry works with group=, and has no supplementary groups */
+        assert_int_equal(load_worker("user = 3999999999\ngroup = 3999999998\n", &c, &error, NULL), 0);
+        assert_int_equal(c.identity.uid, 3999999999U);
+        assert_int_equal(c.identity.gid, 3999999998U);
+        assert_string_equal(c.identity.user_name, "3999999999");
+        assert_string_equal(c.identity.group_name, "3999999998");
+        assert_int_equal(c.identity.n_groups, 0);
+
+        /* group= alone: our user, that group, no supplementary groups */
+        assert_int_equal(load_worker("group = nogroup\n", &c, &error, NULL), 0);
+        assert_int_equal(c.identity.uid, 0);
+        assert_int_equal(c.identity.gid, nogroup);
+        assert_int_equal(c.identity.n_groups, 0);
+
+        /* empty: the commander's own */
+        assert_int_equal(load_worker("user = nobody\nuser =\n", &c, &error, NULL), 0);
+        assert_false(c.identity.set);
+        assert_null(c.user);
+        config_done(&c);
+}
+
+/* user= and group= of a commander that is not root: only its own ids. Run in a child that became
+ * nobody; its exit status is the number of the first check that failed. */
+static int check_as_nobody(void) {
+        _cleanup_free_ char *error = NULL;
+        ConfigIdentity id = {};
+        ConfigKey k = _CONFIG_KEY_INVALID;
+        char want[256];
+
+        if (config_identity_resolve("root", NULL, &id, &k, &error) != -EINVAL || k != CONFIG_KEY_USER)
+                return 2;
+        snprintf(want, sizeof want,
+                 "'root' (uid 0): the commander runs as uid %u, and only root can run workers "
+                 "as another user",
+                 (unsigned) geteuid());
+        if (!streq(error, want))
+                return 3;
+        error = mfree(error);
+        if (config_identity_resolve(NULL, "root", &id, &k, &error) != -EINVAL || k != CONFIG_KEY_GROUP)
+                return 4;
+        snprintf(want, sizeof want,
+                 "'root' (gid 0): the commander runs as gid %u, and only root can run workers "
+                 "in another group",
+                 (unsigned) getegid());
+        if (!streq(error, want))
+                return 5;
+        error = mfree(error);
+        /* its own user is fine, and there are no groups to set: it could not */
+        if (config_identity_resolve("nobody", NULL, &id, &k, &error) != 0 || !id.set || id.n_groups != 0)
+                return 6;
+        config_identity_done(&id);
+        return 0;
+}
+
+static void test_config_identity_resolve_not_root(void **state) {
+        siginfo_t si = {};
+        pid_t pid;
+
+        if (geteuid() != 0)
+                skip(); /* it needs to become nobody */
+        struct passwd *pw = getpwnam("nobody");
+        assert_non_null(pw);
+        uid_t uid = pw->pw_uid;
+        gid_t gid = pw->pw_gid;
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+                        _exit(1);
+                _exit(check_as_nobody());
+        }
+        assert_int_equal(waitid(P_PID, (id_t) pid, &si, WEXITED), 0);
+        assert_int_equal(si.si_code, CLD_EXITED);
+        assert_int_equal(si.si_status, 0);
+}
+
+/* One [worker] line per case; the digest of each differs from the base's and from every other. */
+static void test_config_worker_digest_per_setting(void **state) {
+        _cleanup_free_ char *env_a = write_file("X=1\n"), *env_b = write_file("X=2\n"),
+                            *env_same = write_file("X=1\n");
+        char line[8][256];
+        uint64_t digest[ELEMENTSOF(line)];
+        _cleanup_free_ char *error = NULL;
+        Config c = {};
+        size_t n = 0;
+
+        snprintf(line[n++], sizeof line[0], "%s", "");
+        snprintf(line[n++], sizeof line[0], "%s", "exec = /bin/true --other\n");
+        snprintf(line[n++], sizeof line[0], "%s", "memory_limit = 1G\n");
+        snprintf(line[n++], sizeof line[0], "%s", "environment = X=1\n");
+        snprintf(line[n++], sizeof line[0], "environment_file = %s\n", env_b);
+        snprintf(line[n++], sizeof line[0], "%s", "working_directory = /tmp\n");
+        snprintf(line[n++], sizeof line[0], "%s",
+                 geteuid() == 0 ? "user = nobody\n" : "environment = Y=1\n");
+        snprintf(line[n++], sizeof line[0], "%s",
+                 geteuid() == 0 ? "group = nogroup\n" : "environment = Z=1\n");
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *text = NULL;
+                assert_true(asprintf(&text, "exec = /bin/true\n%s", line[i]) > 0);
+                assert_int_equal(load_worker(text, &c, &error, NULL), 0);
+                digest[i] = config_worker_digest(&c);
+                for (size_t j = 0; j < i; j++)
+                        assert_true(digest[i] != digest[j]);
+        }
+
+        /* what is not the worker process: how the commander reads it, and every other section */
+        static const char *const unrelated[] = {
+                "cpu_wall_cores = 3\n",          "concurrency = 8\n",
+                "[pool]\nmin_workers = 3\n",     "[pool]\nbackend = none\n",
+                "[policy]\nwindow_rows = 9\n",   "[frontend]\nlisten = 127.0.0.1:9999\n",
+                "[pool]\nreload_timeout = 1s\n",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(unrelated); i++) {
+                _cleanup_free_ char *text = NULL;
+                assert_true(asprintf(&text, "exec = /bin/true\n%s", unrelated[i]) > 0);
+                assert_int_equal(load_worker(text, &c, &error, NULL), 0);
+                assert_true(config_worker_digest(&c) == digest[0]);
+        }
+
+        /* the same variables, however they are written: order, source, an override of the same value */
+        static const char *const same_env[] = {
+                "environment = A=1 B=2\n",
+                "environment = B=2\nenvironment = A=1\n",
+                "environment = A=0 B=2\nenvironment = A=1\n",
+        };
+        uint64_t first = 0;
+        for (size_t i = 0; i < ELEMENTSOF(same_env); i++) {
+                _cleanup_free_ char *text = NULL;
+                assert_true(asprintf(&text, "exec = /bin/true\n%s", same_env[i]) > 0);
+                assert_int_equal(load_worker(text, &c, &error, NULL), 0);
+                if (i == 0)
+                        first = config_worker_digest(&c);
+                assert_true(config_worker_digest(&c) == first);
+        }
+        /* X=1 from the file or from environment= is the same variable; another file with it too */
+        _cleanup_free_ char *from_file = NULL, *other_file = NULL;
+        assert_true(asprintf(&from_file, "exec = /bin/true\nenvironment_file = %s\n", env_a) > 0);
+        assert_true(asprintf(&other_file, "exec = /bin/true\nenvironment_file = %s\n", env_same) > 0);
+        assert_int_equal(load_worker(from_file, &c, &error, NULL), 0);
+        assert_true(config_worker_digest(&c) == digest[3]);
+        assert_int_equal(load_worker(other_file, &c, &error, NULL), 0);
+        assert_true(config_worker_digest(&c) == digest[3]);
+        config_done(&c);
+}
+
+static void test_config_worker_changes_names_parts(void **state) {
+        _cleanup_free_ char *env = write_file("X=1\n"), *text = NULL;
+        ConfigWorkerDigest old;
+        _cleanup_free_ char *error = NULL;
+        char what[512];
+        Config c = {};
+
+        assert_true(asprintf(&text, "exec = /bin/true\nenvironment_file = %s\n", env) > 0);
+        assert_int_equal(load_worker(text, &c, &error, NULL), 0);
+        config_worker_digest_parts(&c, &old);
+        assert_int_equal(config_worker_changes(&old, &c, what, sizeof what), 0);
+        assert_string_equal(what, "");
+
+        /* the configuration file did not change, the environment file did */
+        FILE *f = fopen(env, "we");
+        assert_non_null(f);
+        fputs("X=2\n", f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(load_worker(text, &c, &error, NULL), 0);
+        assert_int_equal(config_worker_changes(&old, &c, what, sizeof what), 1);
+        char want[512];
+        snprintf(want, sizeof want, "environment changed (the variables of environment_file '%s')", env);
+        assert_string_equal(what, want);
+
+        /* several parts at once, in a fixed order */
+        config_worker_digest_parts(&c, &old);
+        free(text);
+        assert_true(asprintf(&text,
+                             "exec = /bin/false 'a b'\nmemory_limit = 1M\nenvironment = Y=1\n"
+                             "environment_file = %s\nworking_directory = /tmp\n",
+                             env) > 0);
+        assert_int_equal(load_worker(text, &c, &error, NULL), 0);
+        assert_int_equal(config_worker_changes(&old, &c, what, sizeof what), 4);
+        assert_string_equal(
+                what, "exec changed to '/bin/false 'a b''; memory_limit changed to 1048576; environment "
+                      "changed (environment=); working_directory changed to '/tmp'");
+        /* and back: to the defaults */
+        config_worker_digest_parts(&c, &old);
+        assert_int_equal(load_worker("exec = /bin/true\n", &c, &error, NULL), 0);
+        assert_int_equal(config_worker_changes(&old, &c, what, sizeof what), 4);
+        assert_string_equal(what,
+                            "exec changed to '/bin/true'; memory_limit changed to 0; environment changed "
+                            "(environment=, no environment_file now); working_directory changed to the "
+                            "commander's own");
+
+        if (geteuid() == 0) {
+                config_worker_digest_parts(&c, &old);
+                assert_int_equal(load_worker("exec = /bin/true\nuser = nobody\n", &c, &error, NULL), 0);
+                assert_int_equal(config_worker_changes(&old, &c, what, sizeof what), 1);
+                snprintf(want, sizeof want,
+                         "user changed to 'nobody' (uid %u), group '%s' (gid %u), 1 supplementary "
+                         "groups",
+                         (unsigned) c.identity.uid, c.identity.group_name, (unsigned) c.identity.gid);
+                assert_string_equal(what, want);
+                config_worker_digest_parts(&c, &old);
+                assert_int_equal(load_worker("exec = /bin/true\n", &c, &error, NULL), 0);
+                assert_int_equal(config_worker_changes(&old, &c, what, sizeof what), 1);
+                assert_string_equal(what, "user and group changed to the commander's own");
+        }
+
+        /* a buffer too small is cut, and still a string */
+        char tiny[8];
+        config_worker_digest_parts(&c, &old);
+        assert_int_equal(load_worker("exec = /bin/sh\n", &c, &error, NULL), 0);
+        assert_int_equal(config_worker_changes(&old, &c, tiny, sizeof tiny), 1);
+        assert_string_equal(tiny, "exec ch");
+        config_done(&c);
+}
+
+static void test_config_env_set_and_get(void **state) {
+        char **l = NULL;
+
+        assert_int_equal(config_env_set(&l, "A=1"), 0);
+        assert_int_equal(config_env_set(&l, "AB=2"), 0);
+        assert_int_equal(config_env_set(&l, "A=3"), 0); /* replaces A, not AB */
+        assert_int_equal(config_env_length(l), 2);
+        assert_string_equal(l[0], "A=3");
+        assert_string_equal(config_env_get(l, "AB"), "2");
+        assert_null(config_env_get(l, "B"));
+        assert_null(config_env_get(NULL, "A"));
+        l = config_env_free(l);
+        assert_null(l);
 }
 
 /* Reads a file of the source tree into a malloc()ed string. */
@@ -1116,6 +1729,17 @@ int main(void) {
                 cmocka_unit_test(test_backend_kind_to_string_round_trip),
                 cmocka_unit_test(test_config_parse_socket_address_forms),
                 cmocka_unit_test(test_config_parse_ip_prefix_forms),
+                cmocka_unit_test(test_config_load_environment_append_and_reset),
+                cmocka_unit_test(test_config_load_worker_runtime_errors),
+                cmocka_unit_test(test_config_env_file_format),
+                cmocka_unit_test(test_config_env_file_errors),
+                cmocka_unit_test(test_config_env_file_optional_and_reread),
+                cmocka_unit_test(test_config_load_working_directory),
+                cmocka_unit_test(test_config_load_user_group_as_root),
+                cmocka_unit_test(test_config_identity_resolve_not_root),
+                cmocka_unit_test(test_config_worker_digest_per_setting),
+                cmocka_unit_test(test_config_worker_changes_names_parts),
+                cmocka_unit_test(test_config_env_set_and_get),
                 cmocka_unit_test(test_config_load_example_is_defaults),
                 cmocka_unit_test(test_config_docs_name_every_key),
         };
