@@ -205,10 +205,51 @@ static void free_env(char **env) {
         free(env);
 }
 
-/* Reads what the close-on-exec pipe says: nothing yet, exec succeeded (EOF), or exec's errno. */
+void pool_describe_spawn_error(const Pool *p, const SpawnError *e, char *what, size_t size) {
+        const Config *c = p->config;
+        const ConfigIdentity *id = &c->identity;
+
+        switch (e->step) {
+        case SPAWN_STEP_EXEC:
+                /* the whole command line: which of several configured commands, and with which arguments */
+                snprintf(what, size, "cannot execute '%.400s': %s", c->exec_line, strerror(e->error));
+                break;
+        case SPAWN_STEP_CGROUP:
+                snprintf(what, size, "cannot move itself into its cgroup: %s", strerror(e->error));
+                break;
+        case SPAWN_STEP_FDS:
+                snprintf(what, size, "cannot take its listening socket and channel as fds 3 and 4: %s",
+                         strerror(e->error));
+                break;
+        case SPAWN_STEP_SETGROUPS:
+                snprintf(what, size, "cannot take the %zu supplementary groups of user '%s': %s",
+                         id->n_groups, strna(id->user_name), strerror(e->error));
+                break;
+        case SPAWN_STEP_SETGID:
+                snprintf(what, size, "cannot switch to group '%s' (gid %u): %s", strna(id->group_name),
+                         (unsigned) id->gid, strerror(e->error));
+                break;
+        case SPAWN_STEP_SETUID:
+                snprintf(what, size, "cannot switch to user '%s' (uid %u): %s", strna(id->user_name),
+                         (unsigned) id->uid, strerror(e->error));
+                break;
+        case SPAWN_STEP_CHDIR:
+                snprintf(what, size, "cannot change into working_directory '%.400s': %s",
+                         strna(c->working_directory), strerror(e->error));
+                break;
+        default:
+                snprintf(what, size, "failed before exec, its report unreadable: %s", strerror(e->error));
+                break;
+        }
+}
+
+/* Reads what the close-on-exec pipe says: nothing yet, exec succeeded (EOF), or the step that failed on
+ * the way (its errno). The configuration named is the one of the spawn unless a reload came in the few
+ * milliseconds between. */
 static void check_exec_error(Pool *p, Worker *w) {
-        char what[512];
-        int e = 0, r;
+        SpawnError e = {};
+        char what[640];
+        int r;
 
         if (w->exec_error_fd < 0)
                 return;
@@ -223,8 +264,7 @@ static void check_exec_error(Pool *p, Worker *w) {
         }
         if (r < 0)
                 return;
-        /* the whole command line: which of several configured commands, and with which arguments */
-        snprintf(what, sizeof what, "cannot execute '%.400s': %s", p->config->exec_line, strerror(e));
+        pool_describe_spawn_error(p, &e, what, sizeof what);
         /* the child exits 127 right after this; its death is then not a second failure */
         w->exec_failed = true;
         spawn_failed(p, w, what);

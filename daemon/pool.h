@@ -20,6 +20,7 @@
 #include "frame.h"
 #include "sockdiag.h"
 #include "spawn-throttle.h"
+#include "spawn.h"
 #include "window.h"
 #include "worker.h"
 
@@ -136,6 +137,11 @@ static inline void pool_count_spawn(Pool *p, PoolSpawnCause cause) {
 /* Starts one worker. 0, -EAGAIN when the spawn throttle defers it (a retry is scheduled),
  * -ECANCELED once the throttle gave up, -errno on failure (logged). */
 int pool_spawn(Pool *p, const char *reason);
+
+/* The step a child reported failing on its way to exec, in the operator's words, naming what of the
+ * configuration it used: "cannot execute '<exec>': ...", "cannot change into working_directory '/x':
+ * ...", "cannot switch to user 'u' (uid N): ...". Exposed for tests. */
+void pool_describe_spawn_error(const Pool *p, const SpawnError *e, char *what, size_t size);
 
 /* The backend placed the worker (error 0) or could not; releases the parked child or kills it. */
 void pool_attach_done(Worker *w, int error);

@@ -26,6 +26,38 @@ extern char **environ;
 /* Scratch numbers above every fd the child is handed, so no dup2() clobbers a source. */
 #define HIGH_FD 64
 
+/* The 32-bit id calls where the plain ones take 16-bit ids (i386, 32-bit Arm). */
+#ifdef SYS_setresuid32
+#define SYS_SETGROUPS SYS_setgroups32
+#define SYS_SETRESGID SYS_setresgid32
+#define SYS_SETRESUID SYS_setresuid32
+#else
+#define SYS_SETGROUPS SYS_setgroups
+#define SYS_SETRESGID SYS_setresgid
+#define SYS_SETRESUID SYS_setresuid
+#endif
+
+/* One report on the exec-error pipe: the step that failed and its errno. Written with one write() of
+ * less than PIPE_BUF bytes, so the reader gets all of it or nothing. */
+typedef struct SpawnErrorMessage {
+        int32_t step;
+        int32_t error;
+} SpawnErrorMessage;
+
+static const char *const spawn_step_table[_SPAWN_STEP_MAX] = {
+        [SPAWN_STEP_CGROUP] = "cgroup",
+        [SPAWN_STEP_FDS] = "fds",
+        [SPAWN_STEP_SETGROUPS] = "setgroups",
+        [SPAWN_STEP_SETGID] = "setgid",
+        [SPAWN_STEP_SETUID] = "setuid",
+        [SPAWN_STEP_CHDIR] = "chdir",
+        [SPAWN_STEP_EXEC] = "exec",
+};
+
+const char *spawn_step_to_string(SpawnStep s) {
+        return s >= 0 && s < _SPAWN_STEP_MAX ? spawn_step_table[s] : NULL;
+}
+
 char *spawn_env(const char *key, const char *format, ...) {
         _cleanup_free_ char *value = NULL;
         char *s;
@@ -75,14 +107,52 @@ static char **build_env(char *const *extra, char *listen_pid_slot) {
         return env;
 }
 
-static _noreturn_ void child_fail(int error) {
-        int e = error;
+/* Runs in the child between clone3 and exec: only async-signal-safe calls from here on. */
 
-        (void) !write(CHILD_ERROR_FD, &e, sizeof e);
+static _noreturn_ void child_fail_on(int fd, SpawnStep step, int error) {
+        SpawnErrorMessage m = { .step = step, .error = error };
+
+        (void) !write(fd, &m, sizeof m);
         _exit(127);
 }
 
-/* Runs in the child between clone3 and exec: only async-signal-safe calls from here on. */
+static _noreturn_ void child_fail(SpawnStep step, int error) {
+        child_fail_on(CHILD_ERROR_FD, step, error);
+}
+
+static void child_set_death_signal(int sig, pid_t parent) {
+        (void) prctl(PR_SET_PDEATHSIG, sig);
+        /* the commander may have died before prctl: then the signal never comes (we were already
+         * reparented) and the worker would run on unsupervised */
+        if (getppid() != parent)
+                _exit(127);
+}
+
+/* The worker's groups, gid and uid, then its directory: after everything that needs the commander's
+ * privileges (the cgroup move) and before exec. Each id step needs the privilege the next one gives
+ * up. The directory is entered as the worker's user, as systemd does: one that user cannot reach fails
+ * here, named, rather than leaving the worker in a directory it cannot read (and a directory on NFS
+ * with root squashing is only the user's to enter).
+ *
+ * System calls, not glibc's set*id(): those change every thread of the process under glibc's own lock
+ * and thread list, which after a raw clone3() are a copy of the parent's, the lock perhaps held by a
+ * thread the child does not have. The system calls change this one thread, which is all there is. */
+static void child_apply_runtime(const SpawnRequest *req, pid_t parent) {
+        if (req->set_identity) {
+                if (syscall(SYS_SETGROUPS, req->n_groups, req->n_groups > 0 ? req->groups : NULL) < 0)
+                        child_fail(SPAWN_STEP_SETGROUPS, errno);
+                if (syscall(SYS_SETRESGID, req->gid, req->gid, req->gid) < 0)
+                        child_fail(SPAWN_STEP_SETGID, errno);
+                if (syscall(SYS_SETRESUID, req->uid, req->uid, req->uid) < 0)
+                        child_fail(SPAWN_STEP_SETUID, errno);
+                /* the kernel clears the parent-death signal when the credentials change */
+                if (req->death_signal > 0)
+                        child_set_death_signal(req->death_signal, parent);
+        }
+        if (req->working_directory && chdir(req->working_directory) < 0)
+                child_fail(SPAWN_STEP_CHDIR, errno);
+}
+
 /* Fallback when the kernel refused CLONE_INTO_CGROUP: the child moves itself before it execs. */
 static int child_enter_cgroup(int cgroup_fd) {
         int fd = openat(cgroup_fd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
@@ -107,19 +177,12 @@ static _noreturn_ void child_exec(const SpawnRequest *req, pid_t parent, bool in
         /* its own session: a Ctrl-C on the commander's terminal is the commander's to handle (drain the
          * front end, then stop workers), not a signal every worker gets at once */
         (void) setsid();
-        if (req->death_signal > 0) {
-                (void) prctl(PR_SET_PDEATHSIG, req->death_signal);
-                /* the commander may have died between clone3 and prctl: then the signal never comes
-                 * (we were already reparented) and the worker would run on unsupervised */
-                if (getppid() != parent)
-                        _exit(127);
-        }
+        if (req->death_signal > 0)
+                child_set_death_signal(req->death_signal, parent);
         if (req->cgroup_fd >= 0 && !into_cgroup) {
                 int r = child_enter_cgroup(req->cgroup_fd);
-                if (r < 0) {
-                        (void) !write(error_fd, &(int) { -r }, sizeof(int));
-                        _exit(127);
-                }
+                if (r < 0)
+                        child_fail_on(error_fd, SPAWN_STEP_CGROUP, -r);
         }
 
         /* Move everything above the target numbers first so dup2() cannot clobber a source. */
@@ -133,16 +196,16 @@ static _noreturn_ void child_exec(const SpawnRequest *req, pid_t parent, bool in
         if (dup3(error_fd, CHILD_ERROR_FD, O_CLOEXEC) < 0)
                 _exit(127);
         if (hi_listen < 0 || hi_channel < 0)
-                child_fail(EBADF);
+                child_fail(SPAWN_STEP_FDS, EBADF);
         if (dup2(hi_listen, SPAWN_LISTEN_FD) < 0 || dup2(hi_channel, SPAWN_CHANNEL_FD) < 0)
-                child_fail(errno);
+                child_fail(SPAWN_STEP_FDS, errno);
 
         if (release_read_fd >= 0) {
                 char c;
                 ssize_t n;
 
                 if (dup3(release_read_fd, CHILD_ERROR_FD + 1, O_CLOEXEC) < 0)
-                        child_fail(errno);
+                        child_fail(SPAWN_STEP_FDS, errno);
                 (void) close_range(CHILD_ERROR_FD + 2, ~0U, 0);
                 do
                         n = read(CHILD_ERROR_FD + 1, &c, 1);
@@ -152,6 +215,9 @@ static _noreturn_ void child_exec(const SpawnRequest *req, pid_t parent, bool in
                 (void) close(CHILD_ERROR_FD + 1);
         } else
                 (void) close_range(CHILD_ERROR_FD + 1, ~0U, 0);
+
+        /* last before exec: nothing after it needs the commander's privileges */
+        child_apply_runtime(req, parent);
 
         /* "LISTEN_PID=" plus room for the number was reserved by the parent */
         {
@@ -166,7 +232,7 @@ static _noreturn_ void child_exec(const SpawnRequest *req, pid_t parent, bool in
         }
 
         execvpe(req->argv[0], req->argv, env);
-        child_fail(errno);
+        child_fail(SPAWN_STEP_EXEC, errno);
 }
 
 static int do_clone3(const SpawnRequest *req, bool into_cgroup, int *ret_pidfd, pid_t *ret_pid) {
@@ -271,17 +337,19 @@ int spawn_release(int *release_fd) {
         return n == 1 ? 0 : -errno;
 }
 
-int spawn_read_exec_error(int fd, int *ret_errno) {
-        int e;
+int spawn_read_exec_error(int fd, SpawnError *ret) {
+        SpawnErrorMessage m;
         ssize_t n;
 
-        n = read(fd, &e, sizeof e);
+        n = read(fd, &m, sizeof m);
         if (n < 0)
                 return errno == EAGAIN ? -EAGAIN : -errno;
         if (n == 0)
                 return 0;
-        if (n != sizeof e)
-                e = EIO;
-        *ret_errno = e;
+        /* a torn or unknown report is an I/O error of a step we cannot name, not garbage */
+        if (n != sizeof m || !spawn_step_to_string(m.step))
+                *ret = (SpawnError) { .step = _SPAWN_STEP_INVALID, .error = EIO };
+        else
+                *ret = (SpawnError) { .step = m.step, .error = m.error };
         return 1;
 }

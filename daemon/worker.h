@@ -65,9 +65,9 @@ typedef struct Worker {
         int pidfd;
         sd_event_source *child_source;
         int release_fd;     /* write end of the pipe the parked child waits on before exec */
-        int exec_error_fd;  /* read end of the close-on-exec pipe carrying exec's errno */
+        int exec_error_fd;  /* read end of the close-on-exec pipe: a step that failed before exec, errno */
         sd_event_source *exec_error_source;
-        bool exec_failed;   /* exec's errno came back: its exit is that failure, not another one */
+        bool exec_failed;   /* a failed step came back: its exit is that failure, not another one */
         sd_event_source *timer; /* spawn timeout, drain deadline or kill grace, by state */
         sd_event_source *stable_timer; /* routable until the stable period passed: then the spawn counts */
         usec_t spawned_at;  /* decision time */

@@ -3,11 +3,17 @@
  * the channel, LISTEN_PID the child's own pid, LISTEN_FDS=1), the environment it builds (overrides, the
  * commander's own LISTEN_* and NOTIFY_SOCKET dropped), an exec failure coming back as its errno, a
  * parked child (what it holds while it waits, its clean signal state and own session) released or
- * abandoned, the parent-death signal, and every child reaped through its pidfd with waitid(P_PIDFD). */
+ * abandoned, the parent-death signal, and every child reaped through its pidfd with waitid(P_PIDFD).
+ * The worker's runtime: its working directory (entered as its own user), its uid, gid and groups (as
+ * nobody, when run as root), and each step that fails on the way to exec reported as that step with
+ * its errno (cgroup, fds, setgroups, setgid, setuid, chdir, exec). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -120,7 +126,7 @@ static uint64_t inode_of(int fd) {
 
 static void test_spawn_worker_true(void **state) {
         char *argv[] = { (char *) "/bin/true", NULL };
-        int e = -1;
+        SpawnError e = { .step = -1, .error = -1 };
         Child c;
 
         child_init(&c);
@@ -129,7 +135,7 @@ static void test_spawn_worker_true(void **state) {
         assert_exited(&si, 0);
         /* exec succeeded: the close-on-exec pipe just ends */
         assert_int_equal(spawn_read_exec_error(c.res.exec_error_fd, &e), 0);
-        assert_int_equal(e, -1);
+        assert_int_equal(e.error, -1);
         child_done(&c);
 }
 
@@ -233,14 +239,15 @@ static void test_spawn_worker_path_search(void **state) {
 
 static void exec_failure(const char *path, int want_errno) {
         char *argv[] = { (char *) path, NULL };
-        int e = 0;
+        SpawnError e = {};
         Child c;
 
         child_init(&c);
         child_spawn(&c, argv, NULL, false);
         /* blocks until the child either execs (EOF) or writes exec's errno */
         assert_int_equal(spawn_read_exec_error(c.res.exec_error_fd, &e), 1);
-        assert_int_equal(e, want_errno);
+        assert_int_equal(e.step, SPAWN_STEP_EXEC);
+        assert_int_equal(e.error, want_errno);
         siginfo_t si = child_wait(&c);
         assert_exited(&si, 127);
         child_done(&c);
@@ -280,11 +287,12 @@ static void test_spawn_worker_bad_fds_come_back(void **state) {
         };
         SpawnResult res;
         siginfo_t si = {};
-        int e = 0;
+        SpawnError e = {};
 
         assert_int_equal(spawn_worker(&req, &res), 0);
         assert_int_equal(spawn_read_exec_error(res.exec_error_fd, &e), 1);
-        assert_int_equal(e, EBADF);
+        assert_int_equal(e.step, SPAWN_STEP_FDS);
+        assert_int_equal(e.error, EBADF);
         assert_int_equal(waitid(P_PIDFD, (id_t) res.pidfd, &si, WEXITED), 0);
         assert_exited(&si, 127);
         safe_close(res.pidfd);
@@ -360,7 +368,7 @@ static void test_spawn_worker_parked_child(void **state) {
         sigset_t block, saved;
         void (*old_usr2)(int);
         char v[64];
-        int e = 0;
+        SpawnError e = {};
         Child c;
 
         /* the commander's signal state: blocked for sd-event, one ignored */
@@ -463,7 +471,8 @@ static void test_spawn_worker_plain_dir_as_cgroup(void **state) {
         _cleanup_close_ int dfd = -EBADF;
         SpawnResult res;
         siginfo_t si = {};
-        int e = 0, fd;
+        SpawnError e = {};
+        int fd;
 
         assert_non_null(mkdtemp(dir));
         dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -477,7 +486,8 @@ static void test_spawn_worker_plain_dir_as_cgroup(void **state) {
         assert_int_equal(spawn_worker(&req, &res), 0);
         assert_false(res.into_cgroup);
         assert_int_equal(spawn_read_exec_error(res.exec_error_fd, &e), 1);
-        assert_int_equal(e, ENOENT);
+        assert_int_equal(e.step, SPAWN_STEP_CGROUP);
+        assert_int_equal(e.error, ENOENT);
         assert_int_equal(waitid(P_PIDFD, (id_t) res.pidfd, &si, WEXITED), 0);
         assert_exited(&si, 127);
         safe_close(res.pidfd);
@@ -501,7 +511,9 @@ static void test_spawn_worker_plain_dir_as_cgroup(void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
-static void test_spawn_worker_death_signal(void **state) {
+static void nobody_ids(uid_t *ret_uid, gid_t *ret_gid);
+
+static void death_signal_case(bool as_nobody) {
         int p[2], pidfd;
         pid_t middle, worker = 0;
         siginfo_t si = {};
@@ -515,12 +527,16 @@ static void test_spawn_worker_death_signal(void **state) {
                 /* a commander that spawns a worker with death_signal and dies */
                 char *argv[] = { (char *) "/bin/sleep", (char *) "60", NULL };
                 SpawnResult res;
-                int e;
+                SpawnError e;
                 Child c;
 
                 child_init(&c);
                 SpawnRequest req = { .argv = argv, .listen_fd = c.listen_fd, .channel_fd = c.sv[1],
                                      .cgroup_fd = -EBADF, .death_signal = SIGKILL };
+                if (as_nobody) {
+                        nobody_ids(&req.uid, &req.gid);
+                        req.set_identity = true;
+                }
                 if (spawn_worker(&req, &res) < 0 || spawn_read_exec_error(res.exec_error_fd, &e) != 0)
                         _exit(1);
                 /* exec happened, so PR_SET_PDEATHSIG is in place */
@@ -547,6 +563,276 @@ static void test_spawn_worker_death_signal(void **state) {
         assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
 }
 
+static void test_spawn_worker_death_signal(void **state) {
+        death_signal_case(false);
+}
+
+/* ---- the worker's runtime: working directory, identity, and each failing step named ---- */
+
+/* A directory for a worker to run in, of the given mode; removed by the caller with rmdir(). */
+static void make_dir(char *path, mode_t mode) {
+        assert_non_null(mkdtemp(path));
+        assert_int_equal(chmod(path, mode), 0);
+}
+
+/* Spawns argv with req's runtime settings and returns what it wrote on its channel. */
+static char *run_with(SpawnRequest *req, char *const *argv, char *const *env, siginfo_t *ret_si) {
+        SpawnError e = {};
+        char *out;
+        Child c;
+
+        child_init(&c);
+        req->argv = argv;
+        req->env = env;
+        req->listen_fd = c.listen_fd;
+        req->channel_fd = c.sv[1];
+        req->cgroup_fd = -EBADF;
+        assert_int_equal(spawn_worker(req, &c.res), 0);
+        c.sv[1] = safe_close(c.sv[1]);
+        out = read_channel(&c);
+        assert_int_equal(spawn_read_exec_error(c.res.exec_error_fd, &e), 0);
+        *ret_si = child_wait(&c);
+        child_done(&c);
+        return out;
+}
+
+static void test_spawn_worker_working_directory_and_environment(void **state) {
+        char dir[] = "/tmp/test-spawn-wd.XXXXXX", want[128];
+        char *argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) "pwd -P >&4; echo \"$APP_ENV\" >&4",
+                         NULL };
+        char *env[] = { (char *) "APP_ENV=production", NULL };
+        SpawnRequest req = { .working_directory = dir };
+        _cleanup_free_ char *out = NULL;
+        siginfo_t si;
+
+        make_dir(dir, 0755);
+        out = run_with(&req, argv, env, &si);
+        assert_exited(&si, 0);
+        snprintf(want, sizeof want, "%s\nproduction\n", dir);
+        assert_string_equal(out, want);
+        assert_int_equal(rmdir(dir), 0);
+}
+
+/* nobody's ids, the ones a worker of user=nobody gets. */
+static void nobody_ids(uid_t *ret_uid, gid_t *ret_gid) {
+        struct passwd *pw = getpwnam("nobody");
+
+        assert_non_null(pw);
+        *ret_uid = pw->pw_uid;
+        *ret_gid = pw->pw_gid;
+}
+
+static void test_spawn_worker_identity(void **state) {
+        char dir[] = "/tmp/test-spawn-id.XXXXXX", want[256];
+        char *argv[] = { (char *) "/bin/sh", (char *) "-c",
+                         (char *) "grep -E '^(Uid|Gid|Groups):' /proc/self/status >&4; pwd -P >&4", NULL };
+        _cleanup_free_ char *out = NULL;
+        gid_t groups[1];
+        siginfo_t si;
+        uid_t uid;
+        gid_t gid;
+
+        if (geteuid() != 0)
+                skip();
+        nobody_ids(&uid, &gid);
+        groups[0] = gid;
+        make_dir(dir, 0755);
+        SpawnRequest req = { .working_directory = dir, .set_identity = true, .uid = uid, .gid = gid,
+                             .groups = groups, .n_groups = 1 };
+        out = run_with(&req, argv, NULL, &si);
+        assert_exited(&si, 0);
+        /* real, effective, saved and filesystem ids all switched: nothing left to regain root with */
+        snprintf(want, sizeof want, "Uid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\nGroups:\t%u \n%s\n", uid,
+                 uid, uid, uid, gid, gid, gid, gid, gid, dir);
+        assert_string_equal(out, want);
+
+        /* no supplementary groups at all: none of ours either */
+        free(out);
+        req.n_groups = 0;
+        out = run_with(&req, argv, NULL, &si);
+        snprintf(want, sizeof want, "Uid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\nGroups:\t \n%s\n", uid,
+                 uid, uid, uid, gid, gid, gid, gid, dir);
+        assert_string_equal(out, want);
+        assert_int_equal(rmdir(dir), 0);
+}
+
+/* Spawns /bin/true with req's runtime settings and returns the failed step it reports. */
+static SpawnError failed_step(SpawnRequest req) {
+        char *argv[] = { (char *) "/bin/true", NULL };
+        SpawnError e = {};
+        Child c;
+
+        child_init(&c);
+        req.argv = argv;
+        req.listen_fd = c.listen_fd;
+        req.channel_fd = c.sv[1];
+        req.cgroup_fd = -EBADF;
+        assert_int_equal(spawn_worker(&req, &c.res), 0);
+        assert_int_equal(spawn_read_exec_error(c.res.exec_error_fd, &e), 1);
+        siginfo_t si = child_wait(&c);
+        assert_exited(&si, 127);
+        child_done(&c);
+        return e;
+}
+
+static void test_spawn_worker_chdir_fails(void **state) {
+        SpawnError e = failed_step((SpawnRequest) { .working_directory = "/nonexistent/test-spawn" });
+
+        assert_int_equal(e.step, SPAWN_STEP_CHDIR);
+        assert_int_equal(e.error, ENOENT);
+        e = failed_step((SpawnRequest) { .working_directory = "/dev/null" });
+        assert_int_equal(e.step, SPAWN_STEP_CHDIR);
+        assert_int_equal(e.error, ENOTDIR);
+}
+
+/* A directory only root may enter: the worker changes into it as its own user, so that fails. */
+static void test_spawn_worker_chdir_as_the_worker(void **state) {
+        char dir[] = "/tmp/test-spawn-closed.XXXXXX";
+        gid_t groups[1];
+        uid_t uid;
+        gid_t gid;
+
+        if (geteuid() != 0)
+                skip();
+        nobody_ids(&uid, &gid);
+        groups[0] = gid;
+        make_dir(dir, 0700);
+        SpawnRequest req = { .working_directory = dir, .set_identity = true, .uid = uid, .gid = gid,
+                             .groups = groups, .n_groups = 1 };
+        SpawnError e = failed_step(req);
+        assert_int_equal(e.step, SPAWN_STEP_CHDIR);
+        assert_int_equal(e.error, EACCES);
+        assert_int_equal(rmdir(dir), 0);
+}
+
+/* Runs failed_step() in a helper process that is not what the test is: one that became nobody (no
+ * privilege to switch), or root of a user namespace where only id 0 is mapped (any other id is
+ * EINVAL). */
+typedef enum HelperMode { HELPER_AS_NOBODY, HELPER_IN_USERNS } HelperMode;
+
+typedef struct HelperResult {
+        int setup; /* 0, or -errno of the helper's own setup */
+        SpawnError e;
+} HelperResult;
+
+static _noreturn_ void helper_main(HelperMode mode, uid_t uid, gid_t gid, int ready_fd, int go_fd,
+                                   int result_fd) {
+        HelperResult out = {};
+        gid_t groups[1] = { 0 };
+        char *argv[] = { (char *) "/bin/true", NULL };
+        int sv[2], r = 0;
+        uid_t nobody;
+        gid_t nogroup;
+        char go;
+
+        if (mode == HELPER_AS_NOBODY) {
+                nobody_ids(&nobody, &nogroup);
+                if (setgroups(0, NULL) < 0 || setresgid(nogroup, nogroup, nogroup) < 0 ||
+                    setresuid(nobody, nobody, nobody) < 0)
+                        r = -errno;
+        } else {
+                r = unshare(CLONE_NEWUSER) < 0 ? -errno : 0;
+                /* the test, outside, writes our maps */
+                if (write(ready_fd, &r, sizeof r) != sizeof r || (r == 0 && read(go_fd, &go, 1) != 1))
+                        _exit(1);
+        }
+        out.setup = r;
+        if (r == 0 && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+                SpawnRequest req = { .argv = argv, .listen_fd = sv[0], .channel_fd = sv[1],
+                                     .cgroup_fd = -EBADF, .set_identity = true, .uid = uid, .gid = gid,
+                                     .groups = groups, .n_groups = 1 };
+                SpawnResult res;
+                siginfo_t si;
+
+                if (spawn_worker(&req, &res) < 0 || spawn_read_exec_error(res.exec_error_fd, &out.e) != 1 ||
+                    waitid(P_PIDFD, (id_t) res.pidfd, &si, WEXITED) < 0)
+                        out.setup = -EIO;
+        }
+        _exit(write(result_fd, &out, sizeof out) == sizeof out ? 0 : 1);
+}
+
+static void write_map(pid_t pid, const char *which) {
+        char path[64];
+        _cleanup_close_ int fd = -EBADF;
+
+        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, which);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "0 0 1\n", 6), 6);
+}
+
+/* 0 with *ret, or -errno when the helper could not become what mode asks (no user namespaces here). */
+static int helper_failed_step(HelperMode mode, uid_t uid, gid_t gid, SpawnError *ret) {
+        int ready[2], go[2], result[2], setup = 0;
+        HelperResult out = {};
+        siginfo_t si = {};
+        pid_t pid;
+
+        assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(result, O_CLOEXEC), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                helper_main(mode, uid, gid, ready[1], go[0], result[1]);
+        safe_close(ready[1]);
+        safe_close(go[0]);
+        safe_close(result[1]);
+        if (mode == HELPER_IN_USERNS) {
+                assert_int_equal(read(ready[0], &setup, sizeof setup), sizeof setup);
+                if (setup == 0) {
+                        /* as root outside, we may map without denying setgroups() inside */
+                        write_map(pid, "uid_map");
+                        write_map(pid, "gid_map");
+                        assert_int_equal(write(go[1], "g", 1), 1);
+                }
+        }
+        if (setup == 0)
+                assert_int_equal(read(result[0], &out, sizeof out), sizeof out);
+        else
+                out.setup = setup;
+        assert_int_equal(waitid(P_PID, (id_t) pid, &si, WEXITED), 0);
+        safe_close(ready[0]);
+        safe_close(go[1]);
+        safe_close(result[0]);
+        *ret = out.e;
+        return out.setup;
+}
+
+static void test_spawn_worker_identity_steps_fail(void **state) {
+        SpawnError e;
+        int r;
+
+        if (geteuid() != 0)
+                skip(); /* the helpers become nobody, or map root of a user namespace */
+
+        /* without CAP_SETGID: the first identity step, setgroups() */
+        assert_int_equal(helper_failed_step(HELPER_AS_NOBODY, 0, 0, &e), 0);
+        assert_int_equal(e.step, SPAWN_STEP_SETGROUPS);
+        assert_int_equal(e.error, EPERM);
+
+        /* ids the kernel cannot map: each step fails as itself, the ones before it done */
+        r = helper_failed_step(HELPER_IN_USERNS, 0, 4242, &e);
+        if (r < 0) {
+                print_message("no user namespace here (%s): setgid and setuid failures not checked\n",
+                              strerror(-r));
+                return;
+        }
+        assert_int_equal(e.step, SPAWN_STEP_SETGID);
+        assert_int_equal(e.error, EINVAL);
+        assert_int_equal(helper_failed_step(HELPER_IN_USERNS, 4242, 0, &e), 0);
+        assert_int_equal(e.step, SPAWN_STEP_SETUID);
+        assert_int_equal(e.error, EINVAL);
+}
+
+/* A worker that switched its ids still dies with the commander: the kernel clears the parent-death
+ * signal on a change of credentials, and the child sets it again. */
+static void test_spawn_worker_death_signal_after_identity(void **state) {
+        if (geteuid() != 0)
+                skip();
+        death_signal_case(true);
+}
+
 static void test_spawn_env_formats(void **state) {
         _cleanup_free_ char *a = spawn_env("ELASTIC_POOL_WORKER", "%u", 17U);
         _cleanup_free_ char *b = spawn_env("ELASTIC_POOL_GROUP", "%s", "web");
@@ -558,15 +844,31 @@ static void test_spawn_env_formats(void **state) {
 }
 
 static void test_spawn_read_exec_error_short(void **state) {
-        int p[2], e = 0;
+        int32_t unknown[2] = { _SPAWN_STEP_MAX, EPERM };
+        SpawnError e = {};
+        int p[2];
 
         assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-        assert_int_equal(write(p[1], "xy", 2), 2); /* a torn errno is an I/O error, not garbage */
+        assert_int_equal(write(p[1], "xyz", 3), 3); /* a torn report is an I/O error, not garbage */
         safe_close(p[1]);
         assert_int_equal(spawn_read_exec_error(p[0], &e), 1);
-        assert_int_equal(e, EIO);
+        assert_int_equal(e.step, _SPAWN_STEP_INVALID);
+        assert_int_equal(e.error, EIO);
+        safe_close(p[0]);
+
+        /* so is a step this commander does not know */
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        assert_int_equal(write(p[1], unknown, sizeof unknown), sizeof unknown);
+        safe_close(p[1]);
+        assert_int_equal(spawn_read_exec_error(p[0], &e), 1);
+        assert_int_equal(e.step, _SPAWN_STEP_INVALID);
+        assert_int_equal(e.error, EIO);
         safe_close(p[0]);
         assert_int_equal(spawn_read_exec_error(-1, &e), -EBADF);
+
+        assert_string_equal(spawn_step_to_string(SPAWN_STEP_CHDIR), "chdir");
+        assert_null(spawn_step_to_string(_SPAWN_STEP_MAX));
+        assert_null(spawn_step_to_string(_SPAWN_STEP_INVALID));
 }
 
 int main(void) {
@@ -584,6 +886,12 @@ int main(void) {
                 cmocka_unit_test(test_spawn_worker_signal_state_after_exec),
                 cmocka_unit_test(test_spawn_worker_plain_dir_as_cgroup),
                 cmocka_unit_test(test_spawn_worker_death_signal),
+                cmocka_unit_test(test_spawn_worker_working_directory_and_environment),
+                cmocka_unit_test(test_spawn_worker_identity),
+                cmocka_unit_test(test_spawn_worker_chdir_fails),
+                cmocka_unit_test(test_spawn_worker_chdir_as_the_worker),
+                cmocka_unit_test(test_spawn_worker_identity_steps_fail),
+                cmocka_unit_test(test_spawn_worker_death_signal_after_identity),
                 cmocka_unit_test(test_spawn_env_formats),
                 cmocka_unit_test(test_spawn_read_exec_error_short),
         };
