@@ -26,6 +26,7 @@ struct ChannelListener {
         sd_event_source *io;
         int fd;
         char *path;
+        bool open_to_all;
         uint64_t refused;
         ChannelPeerHandler handler;
         void *userdata;
@@ -45,7 +46,8 @@ static int bind_path(const char *path) {
         (void) unlink(path);
         if (bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
                 return -errno;
-        /* workers run as our user (or root); the cgroup check, not the mode, is the gate */
+        /* while workers run as our user (channel_listener_open_to_all() when they do not); the peer
+         * check, not the mode, is the gate */
         (void) chmod(path, 0600);
         if (listen(fd, CHANNEL_LISTEN_BACKLOG) < 0)
                 return -errno;
@@ -143,6 +145,17 @@ ChannelListener *channel_listener_free(ChannelListener *l, bool unlink_path) {
         free(l->path);
         free(l);
         return NULL;
+}
+
+int channel_listener_open_to_all(ChannelListener *l) {
+        if (l->open_to_all)
+                return 0;
+        /* connect() needs write permission on the socket file; the path is ours (we bound it, or the
+         * commander before us did, in a runtime directory only we write to) */
+        if (chmod(l->path, 0666) < 0)
+                return -errno;
+        l->open_to_all = true;
+        return 0;
 }
 
 int channel_listener_fd(const ChannelListener *l) {

@@ -30,6 +30,10 @@ int channel_listener_new(sd_event *event, const char *path, int inherited_fd, Ch
 /* Closes the socket; unlinks the path when asked (an orderly stop: nobody will reconnect). */
 ChannelListener *channel_listener_free(ChannelListener *l, bool unlink_path);
 
+/* Lets processes of every user connect (mode 0666), for workers that run as another user than the
+ * commander; the peer check still decides whom to take. Once: later calls do nothing. 0 or -errno. */
+int channel_listener_open_to_all(ChannelListener *l);
+
 int channel_listener_fd(const ChannelListener *l);
 const char *channel_listener_path(const ChannelListener *l);
 uint64_t channel_listener_refused(const ChannelListener *l);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "config-worker.h"
 #include "journal-ids.h"
 #include "log.h"
 #include "macro.h"
@@ -174,12 +175,19 @@ static const ChannelCallbacks channel_callbacks = {
         .on_close = on_channel_close,
 };
 
+/* The group's variables (environment_file's, overridden by environment=), then the worker's own, which
+ * the configuration cannot name (config_env_check() refuses them). */
 static char **worker_env(Pool *p, Worker *w) {
-        char **env = calloc(8, sizeof(char *));
-        size_t n = 0;
+        char **env = NULL, **t;
+        size_t n, first;
 
-        if (!env)
+        if (config_worker_environment(p->config, &env) < 0)
                 return NULL;
+        first = n = config_env_length(env);
+        t = reallocarray(env, n + 8, sizeof(char *));
+        if (!t)
+                return config_env_free(env);
+        env = t;
         env[n++] = spawn_env("LISTEN_FDS", "1");
         env[n++] = spawn_env("LISTEN_FDNAMES", "http");
         env[n++] = spawn_env("ELASTIC_POOL_CHANNEL_FD", "%d", SPAWN_CHANNEL_FD);
@@ -189,7 +197,8 @@ static char **worker_env(Pool *p, Worker *w) {
         /* where its sensor finds us again when the channel breaks, or after our restart */
         if (p->channel_listener)
                 env[n++] = spawn_env("ELASTIC_POOL_CHANNEL", "%s", channel_listener_path(p->channel_listener));
-        for (size_t i = 0; i < n; i++)
+        env[n] = NULL;
+        for (size_t i = first; i < n; i++)
                 if (!env[i]) {
                         for (size_t k = 0; k < n; k++)
                                 free(env[k]);
@@ -322,8 +331,30 @@ static int prepare_birth(Pool *p, Worker *w, int *ret_ours, int *ret_theirs, int
         return 0;
 }
 
+/* A worker that runs as another user must still reach channel.sock, where its sensor reconnects after
+ * our restart: connect() needs write permission on the socket file. It is opened to every user: the
+ * peer check admits only processes of the group's workers whatever the mode, and one mode serves both
+ * generations of a rolling reload that changes user= (a socket given to one user would lock the other
+ * out). The workers' own sockets stay ours, mode 0600: the worker accepts on the fd it inherited, which
+ * needs no permission on the path, and only the commander connects to it; a socket its user could
+ * connect to would let every process of that user around the front end. */
+static void open_channel_to(Pool *p, uid_t uid) {
+        int r;
+
+        if (!p->channel_listener || uid == geteuid())
+                return;
+        r = channel_listener_open_to_all(p->channel_listener);
+        if (r < 0)
+                log_warning_errno(r, "Failed to open %s to workers of uid %u (they cannot reconnect after a "
+                                     "restart): %m",
+                                  channel_listener_path(p->channel_listener), (unsigned) uid);
+}
+
 /* clone3() (or fork()) into the prepared place; the child waits parked (scope) or goes on to exec. */
 static int start_child(Pool *p, Worker *w, int theirs, int cgroup_fd, char *what, size_t size) {
+        const ConfigIdentity *id = &p->config->identity;
+        /* only root switches; a commander that is not root could only name its own ids (config) */
+        bool switch_ids = id->set && geteuid() == 0;
         char **env;
         SpawnResult res;
         int r;
@@ -331,6 +362,8 @@ static int start_child(Pool *p, Worker *w, int theirs, int cgroup_fd, char *what
         env = worker_env(p, w);
         if (!env)
                 return step_failed(-ENOMEM, what, size, "cannot build its environment");
+        if (switch_ids)
+                open_channel_to(p, id->uid);
         SpawnRequest req = {
                 .argv = p->config->exec,
                 .env = env,
@@ -341,6 +374,12 @@ static int start_child(Pool *p, Worker *w, int theirs, int cgroup_fd, char *what
                 /* scopes and leaves outlive us for the next commander to take back (readopt); plain
                  * processes cannot be told from others after us, so they die with us */
                 .death_signal = p->config->readopt && p->backend->vtable->kind != BACKEND_NONE ? 0 : SIGKILL,
+                .working_directory = p->config->working_directory,
+                .set_identity = switch_ids,
+                .uid = id->uid,
+                .gid = id->gid,
+                .groups = id->groups,
+                .n_groups = id->n_groups,
         };
         w->spawned_at = now_usec(CLOCK_MONOTONIC);
         r = spawn_worker(&req, &res);

@@ -4,11 +4,12 @@
  * pool_handle_frame() archiving reports into the window and the occupancy, taking a Hello to routable,
  * refusing a foreign protocol (also through a real channel, which the refusal frees from inside its own
  * callback), shrugging at frames only the commander sends, and a spawn failing before its child exists
- * going through the spawn throttle. */
+ * going through the spawn throttle, and one failing on its way to exec named by its step. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -393,6 +394,70 @@ static void test_pool_spawn_failure_before_child_is_throttled(void **state) {
         assert_int_equal(m->pool.next_worker_id, 6);
 }
 
+/* Every step a child can report failing, as the operator reads it: naming the command, the directory,
+ * the user or the group of the configuration. */
+static void test_pool_describe_spawn_error_names_the_step(void **state) {
+        _cleanup_free_ char *exec = NULL;
+        char what[640];
+
+        m->config.working_directory = strdup("/srv/web");
+        m->config.identity = (ConfigIdentity) {
+                .set = true, .uid = 4242, .gid = 4343, .n_groups = 2,
+                .user_name = strdup("web"), .group_name = strdup("webgroup"),
+        };
+        assert_true(asprintf(&exec, "cannot execute '%s': No such file or directory", m->config.exec_line) >
+                    0);
+        const struct {
+                SpawnError e;
+                const char *what;
+        } cases[] = {
+                { { SPAWN_STEP_EXEC, ENOENT }, exec },
+                { { SPAWN_STEP_CGROUP, ENOENT },
+                  "cannot move itself into its cgroup: No such file or directory" },
+                { { SPAWN_STEP_FDS, EBADF },
+                  "cannot take its listening socket and channel as fds 3 and 4: Bad file descriptor" },
+                { { SPAWN_STEP_SETGROUPS, EPERM },
+                  "cannot take the 2 supplementary groups of user 'web': Operation not permitted" },
+                { { SPAWN_STEP_SETGID, EINVAL },
+                  "cannot switch to group 'webgroup' (gid 4343): Invalid argument" },
+                { { SPAWN_STEP_SETUID, EAGAIN },
+                  "cannot switch to user 'web' (uid 4242): Resource temporarily unavailable" },
+                { { SPAWN_STEP_CHDIR, EACCES },
+                  "cannot change into working_directory '/srv/web': Permission denied" },
+                { { _SPAWN_STEP_INVALID, EIO },
+                  "failed before exec, its report unreadable: Input/output error" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                pool_describe_spawn_error(&m->pool, &cases[i].e, what, sizeof what);
+                assert_string_equal(what, cases[i].what);
+        }
+}
+
+/* A real child that cannot enter its working directory: the spawn fails as that step, named, not as
+ * "cannot execute". */
+static void test_pool_spawn_chdir_failure_named(void **state) {
+        sigset_t chld, saved;
+
+        /* sd-event watches children only with SIGCHLD blocked, as the commander's main() does */
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        assert_int_equal(sigprocmask(SIG_BLOCK, &chld, &saved), 0);
+        m->config.working_directory = strdup("/nonexistent/test-pool-wd");
+        m->pool.throttle.given_up = false;
+        m->pool.backend->attach_done = pool_attach_done; /* what backend_new() wires */
+        assert_int_equal(pool_spawn(&m->pool, "test"), 0);
+        assert_int_equal(m->pool.n_workers, 1);
+        /* the exec-error pipe, then the death through the pidfd */
+        for (unsigned i = 0; i < 500 && m->pool.n_workers > 0; i++)
+                assert_true(sd_event_run(m->event, 20 * USEC_PER_MSEC) >= 0);
+        assert_int_equal(m->pool.n_workers, 0);
+        assert_int_equal(m->pool.throttle.failures, 1);
+        assert_string_equal(m->pool.throttle.last_error,
+                            "cannot change into working_directory '/nonexistent/test-pool-wd': No such "
+                            "file or directory");
+        assert_int_equal(sigprocmask(SIG_SETMASK, &saved, NULL), 0);
+}
+
 static void test_pool_handle_frame_ignores_commander_frames(void **state) {
         ElasticPool__Drain d = ELASTIC_POOL__DRAIN__INIT;
         ElasticPool__Goodbye g = ELASTIC_POOL__GOODBYE__INIT;
@@ -461,6 +526,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_pool_hello_foreign_protocol_through_channel, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pool_handle_frame_ignores_commander_frames, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pool_spawn_failure_before_child_is_throttled, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_describe_spawn_error_names_the_step, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pool_spawn_chdir_failure_named, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pool_handle_frame_move_frames_to_hook, setup, teardown),
                 cmocka_unit_test(test_worker_death_cause),
         };
