@@ -14,6 +14,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "cleanup.h"
+#include "config-worker.h"
 #include "fd-util.h"
 #include "path-util.h"
 #include "journal-ids.h"
@@ -132,17 +133,19 @@ static void notify_status(Manager *m) {
         (void) sd_notifyf(false, "STATUS=%s", line);
 }
 
-/* What a reload changes besides the Config itself, which every module reads where it uses it. */
-static void apply_config(Manager *m, const char *old_exec, uint64_t old_memory_limit) {
+/* What a reload changes besides the Config itself, which every module reads where it uses it. old: the
+ * worker definition before the reload; any part of it that differs now replaces the workers. */
+static void apply_config(Manager *m, const ConfigWorkerDigest *old) {
+        char changes[1024];
         int r;
 
         capacity_setup_parameters(&m->capacity);
         m->moves.timeout = config_move_timeout(&m->config);
-        if (!streq_ptr(old_exec, m->config.exec_line) || old_memory_limit != m->config.memory_limit) {
+        if (config_worker_changes(old, &m->config, changes, sizeof changes) > 0) {
                 m->pool.exec_generation++;
-                log_notice("The worker definition changed ([worker] exec %s, memory_limit %llu): the %zu running "
-                           "workers are replaced one at a time",
-                           m->config.exec_line, (unsigned long long) m->config.memory_limit, m->pool.n_workers);
+                log_notice("The worker definition changed ([worker] %s): the %zu running workers are replaced one "
+                           "at a time",
+                           changes, m->pool.n_workers);
                 rollout_start(&m->rollout, now_usec(CLOCK_MONOTONIC));
         }
         if (m->frontend) {
@@ -154,9 +157,13 @@ static void apply_config(Manager *m, const char *old_exec, uint64_t old_memory_l
 }
 
 int manager_reload(Manager *m, char **ret_error) {
-        _cleanup_free_ char *error = NULL, *old_exec = NULL, *path = NULL;
-        uint64_t old_memory_limit = m->config.memory_limit;
+        _cleanup_free_ char *error = NULL, *path = NULL;
+        ConfigWorkerDigest old;
         int r;
+
+        /* the environment file and the user database are read again too: a changed file under an
+         * unchanged configuration is a changed definition */
+        config_worker_digest_parts(&m->config, &old);
 
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%llu",
                           (unsigned long long) now_usec(CLOCK_MONOTONIC));
@@ -164,9 +171,8 @@ int manager_reload(Manager *m, char **ret_error) {
                 r = -EOPNOTSUPP;
                 error = strdup("running on built-in defaults (--demo without --config): no file to read again");
         } else {
-                old_exec = strdup(strempty(m->config.exec_line));
                 path = strdup(m->config.path);
-                r = old_exec && path ? config_load(&m->config, path, &error) : -ENOMEM;
+                r = path ? config_load(&m->config, path, &error) : -ENOMEM;
         }
         if (r < 0) {
                 log_struct(LOG_ERR, LOG_FIELDS(.message_id = MESSAGE_ID_RELOAD, .event = "reload"),
@@ -174,7 +180,7 @@ int manager_reload(Manager *m, char **ret_error) {
                 free(m->reload_error);
                 m->reload_error = strdup(error ? error : strerror(-r));
         } else {
-                apply_config(m, old_exec, old_memory_limit);
+                apply_config(m, &old);
                 m->reload_error = mfree(m->reload_error);
                 log_struct(LOG_NOTICE, LOG_FIELDS(.message_id = MESSAGE_ID_RELOAD, .event = "reload"),
                            "Reloaded the configuration from %s", m->config.path);

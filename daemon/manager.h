@@ -80,9 +80,10 @@ static inline void manager_freep(Manager **m) {
 /* Spawns the first min_workers and runs the loop until stopped. Returns the exit code. */
 int manager_run(Manager *m);
 
-/* Re-reads the configuration file (SIGHUP, systemctl reload, D-Bus Reload): thresholds, intervals,
- * limits, timeouts and listen addresses apply at once; a changed [worker] exec applies to workers
- * spawned afterwards. An invalid file keeps the running configuration: -EINVAL with the message
+/* Re-reads the configuration file (SIGHUP, systemctl reload, D-Bus Reload) and what it names (the
+ * environment file, the user database): thresholds, intervals, limits, timeouts and listen addresses
+ * apply at once; a changed worker definition (config_worker_digest_parts()) starts a rolling reload. An
+ * invalid file keeps the running configuration: -EINVAL with the message
  * (file:line) in *ret_error (may be NULL), the journal and STATUS=. 0 on success. */
 int manager_reload(Manager *m, char **ret_error);
 

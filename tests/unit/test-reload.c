@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* manager_reload() on a Manager in memory (manager-fixture.c): a changed threshold reaches the policies
- * at once, a changed [worker] exec marks the running workers as running the old command, an invalid file
+ * at once, a changed [worker] exec marks the running workers as running the old command, so does a
+ * changed environment file under an unchanged configuration (and nothing that is no part of the worker
+ * definition), an invalid file
  * keeps the running configuration and says file:line where status shows it, and a run on built-in
  * defaults has nothing to read again. */
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <cmocka.h>
 
 #include "cleanup.h"
+#include "config-worker.h"
 #include "macro.h"
 #include "manager-fixture.h"
 
@@ -93,6 +96,63 @@ static void test_reload_new_exec_for_new_workers(void **state) {
         assert_int_equal(m->pool.exec_generation, before);
 }
 
+/* Writes text to path (an environment file). */
+static void write_file_at(const char *at, const char *text) {
+        FILE *f = fopen(at, "we");
+
+        assert_non_null(f);
+        fputs(text, f);
+        assert_int_equal(fclose(f), 0);
+}
+
+static void test_reload_worker_definition_digest(void **state) {
+        char env[] = "/tmp/test-reload-env.XXXXXX";
+        _cleanup_free_ char *text = NULL, *other = NULL;
+        unsigned generation;
+        Worker *w;
+        int fd = mkstemp(env);
+
+        assert_true(fd >= 0);
+        close(fd);
+        write_file_at(env, "COLOR=blue\n");
+        assert_true(asprintf(&text, "[worker]\nexec = /bin/true\nenvironment_file = %s\n", env) > 0);
+        started_from_file(text);
+        w = fixture_add_worker(m, WORKER_ROUTABLE);
+        generation = m->pool.exec_generation;
+
+        /* nothing changed: the workers stay */
+        assert_int_equal(manager_reload(m, NULL), 0);
+        assert_int_equal(m->pool.exec_generation, generation);
+
+        /* only the environment file changed, the configuration file did not: the workers are replaced */
+        write_file_at(env, "COLOR=green\n");
+        assert_int_equal(manager_reload(m, NULL), 0);
+        assert_int_equal(m->pool.exec_generation, generation + 1);
+        assert_int_not_equal(w->exec_generation, m->pool.exec_generation);
+        assert_int_equal(m->rollout.generation, m->pool.exec_generation); /* a rolling reload began */
+
+        /* how the commander reads a worker is no part of what it runs */
+        assert_true(asprintf(&other, "%s[worker]\nconcurrency = 4\ncpu_wall_cores = 2\n[pool]\nmin_workers = 2\n",
+                             text) > 0);
+        write_config(other);
+        assert_int_equal(manager_reload(m, NULL), 0);
+        assert_int_equal(m->pool.exec_generation, generation + 1);
+
+        /* the working directory is */
+        free(other);
+        assert_true(asprintf(&other, "%sworking_directory = /tmp\n", text) > 0);
+        write_config(other);
+        assert_int_equal(manager_reload(m, NULL), 0);
+        assert_int_equal(m->pool.exec_generation, generation + 2);
+
+        /* a file that cannot be read any more fails the reload, and the running definition stays */
+        assert_int_equal(unlink(env), 0);
+        assert_int_equal(manager_reload(m, NULL), -EINVAL);
+        assert_non_null(strstr(m->reload_error, "[worker] environment_file: cannot open"));
+        assert_int_equal(m->pool.exec_generation, generation + 2);
+        assert_string_equal(config_env_get(m->config.environment_file_vars, "COLOR"), "green");
+}
+
 static void test_reload_invalid_keeps_running_configuration(void **state) {
         _cleanup_free_ char *error = NULL, *want = NULL;
         char line[1024];
@@ -142,6 +202,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_reload_applies_thresholds_and_timeouts, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reload_new_exec_for_new_workers, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reload_worker_definition_digest, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reload_invalid_keeps_running_configuration, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reload_on_builtin_defaults, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_status_line, setup, teardown),
