@@ -315,7 +315,7 @@ static int resolve_user(const char *user, ConfigIdentity *id, bool *ret_has_prim
                 return fail(ret_error, -EINVAL, "cannot look up user '%s': %m", user);
         if (!pw && !numeric)
                 return fail(ret_error, -EINVAL, "unknown user '%s' (not in the user database)", user);
-        *ret_has_primary = pw;
+        *ret_has_primary = pw != NULL;
         id->uid = pw ? pw->pw_uid : n;
         if (pw)
                 id->gid = pw->pw_gid;
@@ -590,8 +590,9 @@ static void describe_identity(const ConfigIdentity *id, char *buf, size_t size, 
                 append(buf, size, at, "user and group changed to the commander's own");
                 return;
         }
-        append(buf, size, at, "user changed to '%s' (uid %u), group '%s' (gid %u), %zu supplementary groups",
-               id->user_name, (unsigned) id->uid, id->group_name, (unsigned) id->gid, id->n_groups);
+        append(buf, size, at, "user changed to '%s' (uid %u), group '%s' (gid %u), %zu supplementary group%s",
+               id->user_name, (unsigned) id->uid, id->group_name, (unsigned) id->gid, id->n_groups,
+               id->n_groups == 1 ? "" : "s");
 }
 
 unsigned config_worker_changes(const ConfigWorkerDigest *old, const Config *c, char *buf, size_t size) {

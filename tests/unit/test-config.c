@@ -1592,7 +1592,7 @@ static void test_config_worker_changes_names_parts(void **state) {
                 assert_int_equal(config_worker_changes(&old, &c, what, sizeof what), 1);
                 snprintf(want, sizeof want,
                          "user changed to 'nobody' (uid %u), group '%s' (gid %u), 1 supplementary "
-                         "groups",
+                         "group",
                          (unsigned) c.identity.uid, c.identity.group_name, (unsigned) c.identity.gid);
                 assert_string_equal(what, want);
                 config_worker_digest_parts(&c, &old);
