@@ -839,6 +839,8 @@ static int validate_admin_public(const Config *c, char **ret_error) {
                          "user and the pool's state, and must not be public: set admin_allow_public = yes to "
                          "listen there all the same)",
                          c->admin_listen);
+}
+
 /* environment=, environment_file= and working_directory= as written; what they name is read by
  * load_worker_runtime(). */
 static int validate_worker_runtime(const Config *c, ConfigKey k, char **ret_error) {

@@ -236,8 +236,8 @@ void rollout_start(Rollout *r, usec_t now) {
         if (k < 0)
                 log_warning_errno(k, "Failed to arm reload_timeout (%m): the rolling reload has no time limit");
         log_struct(LOG_NOTICE, LOG_FIELDS(.message_id = MESSAGE_ID_RELOAD, .event = "rolling-reload"),
-                   "Rolling reload%s: replacing %u workers one at a time (%s)", superseded ? " (superseding the one "
-                   "under way)" : "", r->total, r->pool->config->exec_line);
+                   "Rolling reload%s: replacing %u workers one at a time", superseded ? " (superseding the one "
+                   "under way)" : "", r->total);
         rollout_step(r, now);
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The rolling reload: a reload that changed the worker definition ([worker] exec, memory_limit) replaces
+/* The rolling reload: a reload that changed the worker definition (a [worker] setting: config_worker_digest) replaces
  * the running workers one at a time, without losing a user:
  *
  *   a worker of the new definition is spawned and becomes routable -> from then on new logins and guests
