@@ -48,34 +48,6 @@ worker_users_are() {
         [[ $(monitor_json '" ".join("%s=%d" % (w["name"], w["users"]) for w in d["workers"])') == "$1" ]]
 }
 
-# start_private_bus: a dbus-daemon of the test's own that stands in for the user bus (EP_BUS=user), so
-# elastic-poolctl can reach the commander without systemd. Sets CTL.
-start_private_bus() {
-        need_cmd dbus-daemon
-        mkdir -p "$EP_TMP/dbus"
-        cat >"$EP_TMP/dbus/bus.conf" <<CONF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=$EP_TMP/dbus/bus.sock</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-CONF
-        dbus-daemon --config-file="$EP_TMP/dbus/bus.conf" --fork --print-pid=1 >"$EP_TMP/dbus/pid" ||
-                fail "dbus-daemon did not start"
-        on_exit "kill $(cat "$EP_TMP/dbus/pid") 2>/dev/null"
-        export DBUS_SESSION_BUS_ADDRESS="unix:path=$EP_TMP/dbus/bus.sock" EP_BUS=user
-        CTL=$EP_BUILD_DIR/ctl/elastic-poolctl
-        [[ -x $CTL ]] || fail "binary elastic-poolctl not found under $EP_BUILD_DIR/ctl"
-}
-
 # chromium_run ARGS...: Debian's Chromium, headless, with a profile of the test's own and everything of
 # its own that would go out switched off (the machine may have no network; the page must not need one).
 chromium_run() {

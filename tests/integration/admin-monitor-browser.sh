@@ -13,7 +13,7 @@
 . "$(dirname "$0")/admin-lib.sh"
 need_cmd chromium
 make_test_cgroup
-start_private_bus
+private_session_bus
 
 admin_config "$DEMO_WORKER" pool.min_workers=3 pool.max_workers=3 policy.compaction_margin=100
 fe_start

@@ -18,35 +18,13 @@ getent group nogroup >/dev/null || skip "needs a group 'nogroup'"
 
 # ---- a private bus anyone may connect to (auth EXTERNAL), so a caller of another uid can try ----
 chmod 755 "$EP_TMP"
-mkdir -m 755 "$EP_TMP/dbus"
-cat >"$EP_TMP/dbus/bus.conf" <<CONF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=$EP_TMP/dbus/bus.sock</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-CONF
-dbus-daemon --config-file="$EP_TMP/dbus/bus.conf" --fork --print-address=1 --print-pid=1 >"$EP_TMP/dbus/started" ||
-        fail "dbus-daemon did not start"
-dbus_pid=$(sed -n 2p "$EP_TMP/dbus/started")
-on_exit "kill $dbus_pid 2>/dev/null"
-export DBUS_SESSION_BUS_ADDRESS="unix:path=$EP_TMP/dbus/bus.sock" EP_BUS=user
+private_session_bus
 note "private bus $DBUS_SESSION_BUS_ADDRESS (dbus-daemon pid $dbus_pid)"
 
 group=t$$
 name=org.elasticpool.Group1.$group
 path=/org/elasticpool/Group1
 iface=org.elasticpool.Group1
-CTL=$EP_BUILD_DIR/ctl/elastic-poolctl
-[[ -x $CTL ]] || fail "binary elastic-poolctl not found under $EP_BUILD_DIR/ctl"
 ctl() { "$CTL" --user "$@"; }
 as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 # workers as elastic-poolctl --json sees them: "1:routable 2:routable"

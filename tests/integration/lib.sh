@@ -208,3 +208,34 @@ users_kept() {
                 done
         done
 }
+
+# private_session_bus: a dbus-daemon of the test's own standing in for the user bus (EP_BUS=user), so that
+# elastic-poolctl reaches a commander without systemd. Anyone may connect (auth EXTERNAL), so that a
+# caller of another uid can try, and be refused by the commander. Sets CTL (elastic-poolctl's path) and
+# dbus_pid; the daemon is stopped at the end of the test.
+private_session_bus() {
+        need_cmd dbus-daemon
+        mkdir -p -m 755 "$EP_TMP/dbus"
+        cat >"$EP_TMP/dbus/bus.conf" <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path=$EP_TMP/dbus/bus.sock</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+CONF
+        dbus-daemon --config-file="$EP_TMP/dbus/bus.conf" --fork --print-address=1 --print-pid=1 \
+                >"$EP_TMP/dbus/started" || fail "dbus-daemon did not start"
+        dbus_pid=$(sed -n 2p "$EP_TMP/dbus/started")
+        on_exit "kill $dbus_pid 2>/dev/null"
+        export DBUS_SESSION_BUS_ADDRESS="unix:path=$EP_TMP/dbus/bus.sock" EP_BUS=user
+        CTL=$EP_BUILD_DIR/ctl/elastic-poolctl
+        [[ -x $CTL ]] || fail "binary elastic-poolctl not found under $EP_BUILD_DIR/ctl"
+}

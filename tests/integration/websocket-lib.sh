@@ -7,29 +7,8 @@
 # ws_private_bus: a private dbus-daemon stands in for the user bus (EP_BUS=user), so that elastic-poolctl
 # reaches the group without systemd; sets CTL to the elastic-poolctl command line.
 ws_private_bus() {
-        need_cmd dbus-daemon
-        mkdir -m 755 "$EP_TMP/dbus"
-        cat >"$EP_TMP/dbus/bus.conf" <<CONF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=$EP_TMP/dbus/bus.sock</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow user="*"/>
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-CONF
-        dbus-daemon --config-file="$EP_TMP/dbus/bus.conf" --fork --print-address=1 --print-pid=1 \
-                >"$EP_TMP/dbus/started" || fail "dbus-daemon did not start"
-        on_exit "kill $(sed -n 2p "$EP_TMP/dbus/started") 2>/dev/null"
-        export DBUS_SESSION_BUS_ADDRESS="unix:path=$EP_TMP/dbus/bus.sock" EP_BUS=user
-        CTL="$EP_BUILD_DIR/ctl/elastic-poolctl --user"
-        [[ -x $EP_BUILD_DIR/ctl/elastic-poolctl ]] || fail "binary elastic-poolctl not found under $EP_BUILD_DIR/ctl"
+        private_session_bus
+        CTL="$CTL --user" # word-split where it is used
 }
 
 # The moves of users with open tunnels need the move service to tell the front end (FrontendHooks
