@@ -277,6 +277,30 @@ async def cycle(run, k):
     return True
 
 
+async def rolling_reload(run):
+    """The reload command, then: the rolling reload ended (status.json), every user answers again."""
+    args = run.args
+    s = read_status(args.status) or {}
+    ended = s.get("rolling_reloads_done", 0) + s.get("rolling_reloads_stopped", 0)
+    if subprocess.call(args.reload_cmd, shell=True) != 0:
+        run.failure("the reload command failed")
+        return False
+    def over():
+        d = read_status(args.status) or {}
+        return (d.get("rolling_reloads_done", 0) > ended and d.get("rolling_reload") is None and
+                all(w.get("exec_current") for w in d.get("workers", [])))
+    if not await wait_for("the rolling reload to end", over, args.timeout):
+        run.failure("the rolling reload did not end")
+        return False
+    mark = time.monotonic()
+    if not await wait_for("every user answering after the rolling reload",
+                          lambda: all(u.answered_at > mark for u in run.users), args.timeout):
+        run.failure("not every user answers after the rolling reload")
+        return False
+    note(f"rolling reload: every worker replaced, every user answers again; closes so far {run.closes}")
+    return True
+
+
 async def main_async(args):
     run = Run(args)
     run.users = [User(run, f"h1u{i}", "h1") for i in range(args.h1)] + \
@@ -286,9 +310,13 @@ async def main_async(args):
     tasks = [asyncio.create_task(u.loop()) for u in run.users]
     if await wait_for("every user answered once", lambda: all(u.answers > 0 for u in run.users), args.timeout):
         note(f"{args.h1} users over HTTP/1.1 and {args.h2} over HTTP/2 answered")
+        ok = True
         for k in range(1, args.cycles + 1):
-            if not await cycle(run, k):
+            ok = await cycle(run, k)
+            if not ok:
                 break
+        if ok and args.reload_cmd:
+            await rolling_reload(run)
     else:
         run.failure("not every user got an answer")
     run.stop = True
@@ -315,6 +343,7 @@ def main():
     p.add_argument("--h2", type=int, default=5)
     p.add_argument("--cycles", type=int, default=10)
     p.add_argument("--timeout", type=float, default=60)
+    p.add_argument("--reload-cmd", help="after the cycles: a shell command that makes a rolling reload")
     sys.exit(asyncio.run(main_async(p.parse_args())))
 
 

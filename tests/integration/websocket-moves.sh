@@ -7,7 +7,8 @@
 # then the new worker is given back (compaction on odd cycles, an operator's retire on even ones): its
 # users move back (1001 again) and it is retired. Every tunnel that ends says 1001 (never 1006: no
 # connection cut without a close frame), every user reconnects, and every answer's counter equals the
-# message's number (none lost, none taken twice). websocket-clients.py drives the users and the cycles.
+# message's number (none lost, none taken twice). Last, a rolling reload replaces the worker: every user's
+# tunnel ends with 1001 and it reconnects to the new version. websocket-clients.py drives it all.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/commander-lib.sh"
 . "$(dirname "$0")/frontend-lib.sh"
@@ -24,7 +25,8 @@ wait_log "On the user bus as org.elasticpool.Group1.t$$"
 
 rc=0
 "$EP_PYTHON" "$FE_DIR/websocket-clients.py" "$EP_ADDR" "$EP_RUN/status.json" "$CTL" --h1 20 --h2 5 \
-        --cycles "${EP_WS_CYCLES:-10}" --timeout 30 >"$EP_TMP/clients.out" 2>"$EP_TMP/clients.err" || rc=$?
+        --cycles "${EP_WS_CYCLES:-10}" --timeout 30 \
+        --reload-cmd "sed -i 's|^exec = .*|exec = $DEMO_WORKER --threads 3|' '$EP_CONF' && kill -HUP $EP_COMMANDER_PID" >"$EP_TMP/clients.out" 2>"$EP_TMP/clients.err" || rc=$?
 cat "$EP_TMP/clients.out"
 if ((rc != 0)); then
         cat "$EP_TMP/clients.err" >&2
