@@ -121,7 +121,7 @@ int main(int argc, char *argv[]) {
         unsigned workers = argc > 1 ? (unsigned) atoi(argv[1]) : 1000;
         bool held = argc > 3 && strcmp(argv[3], "held") == 0;
         unsigned long reports = argc > 2 ? strtoul(argv[2], NULL, 10) : 1000000UL;
-        struct rlimit rl = { 8192, 8192 };
+        struct rlimit rl;
         Packed packed[VARIANTS], missing[VARIANTS];
         Manager m = {};
         FrameDecoder d;
@@ -130,7 +130,11 @@ int main(int argc, char *argv[]) {
 
         /* warming up 1 000 new workers holds compaction a thousand times: not what is measured */
         log_set_max_level(getenv("BENCH_LOG") ? LOG_DEBUG : LOG_CRIT);
-        (void) setrlimit(RLIMIT_NOFILE, &rl);
+        /* two descriptors a worker (its channel's ends): as many as the hard limit allows */
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
         if (workers < 2 || config_init_defaults(&m.config) < 0 || sd_event_new(&m.event) < 0)
                 return 1;
         /* the pool and the capacity shell as manager_new() wires them, without a backend: nothing spawns */

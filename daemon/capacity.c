@@ -320,6 +320,7 @@ static void set_hold(Capacity *c, Hold *h, const char *decision, const Decision 
                 }
         }
         snprintf(h->reason, sizeof h->reason, "%s", d->reason);
+        h->formatted_at = now_usec(CLOCK_MONOTONIC);
 }
 
 static void clear_hold(Capacity *c, Hold *h, const char *decision) {
@@ -551,6 +552,10 @@ static bool compaction_hold_stands(Capacity *c, usec_t now) {
         w = pool_get_worker(c->pool, (unsigned) c->compaction_hold.worker);
         if (!w || !w->share.counted || !w->share.not_fresh)
                 return false;
+        /* the reason only ages ("no report for 17s"): formatting it on every report of a large pool costs
+         * more than the rest of the report path; its readers see it at most a second old */
+        if (now - c->compaction_hold.formatted_at < USEC_PER_SEC)
+                return true;
         policy_worker_fill(c, w, now, &p);
         policy_compaction_hold(&p, now, &d);
         set_hold(c, &c->compaction_hold, "compaction", &d);

@@ -28,6 +28,7 @@ typedef struct Hold {
         int worker;
         usec_t since;         /* when this hold began */
         char reason[256];
+        usec_t formatted_at;  /* when reason was last written: a hold that stands refreshes it once a second */
 } Hold;
 
 /* The last decision that was journaled (a spawn, a retire, a drain, a hold or a refusal begun), kept for
