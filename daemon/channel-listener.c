@@ -16,11 +16,15 @@
 #include "journal-ids.h"
 #include "log.h"
 #include "macro.h"
+#include "time-util.h"
 
 /* Every sensor of a pool reconnects within a second or two of a restart: the queue holds them all. */
 #define CHANNEL_LISTEN_BACKLOG 4096
 /* Accepts per wake-up, so a flood of connections cannot starve the loop. */
 #define ACCEPTS_PER_DISPATCH 64
+/* Refusals journaled per second at most: whoever may connect (the socket is world-writable when workers
+ * run as another user) must not be able to flood the journal; the rest are counted and said once. */
+#define REFUSALS_LOGGED_PER_SECOND 5
 
 struct ChannelListener {
         sd_event_source *io;
@@ -28,6 +32,8 @@ struct ChannelListener {
         char *path;
         bool open_to_all;
         uint64_t refused;
+        usec_t log_window;      /* the second the logged refusals below belong to */
+        unsigned logged, suppressed;
         ChannelPeerHandler handler;
         void *userdata;
 };
@@ -55,11 +61,25 @@ static int bind_path(const char *path) {
 }
 
 static void refuse(ChannelListener *l, int fd, const ChannelPeer *peer, const char *why) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+
         l->refused++;
+        safe_close(fd);
+        if (now - l->log_window >= USEC_PER_SEC) {
+                if (l->suppressed > 0)
+                        log_warning("%u more connections on the channel socket %s were refused in the last second",
+                                    l->suppressed, l->path);
+                l->log_window = now;
+                l->logged = l->suppressed = 0;
+        }
+        if (l->logged >= REFUSALS_LOGGED_PER_SECOND) {
+                l->suppressed++;
+                return;
+        }
+        l->logged++;
         log_struct(LOG_WARNING, LOG_FIELDS(.message_id = MESSAGE_ID_CHANNEL_REFUSED, .event = "channel-refused"),
                    "Refused a connection on the channel socket %s from pid %d (uid %u, cgroup %s): %s", l->path,
                    (int) peer->pid, (unsigned) peer->uid, peer->cgroup ?: "none", why);
-        safe_close(fd);
 }
 
 static void take_connection(ChannelListener *l, int fd) {

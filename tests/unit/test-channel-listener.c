@@ -165,11 +165,31 @@ static void test_channel_listener_leftover_and_inherited(void **state) {
         channel_listener_free(l, true);
 }
 
+/* A flood of refused peers: every one closed and counted, the journal hears a handful a second. */
+static void test_channel_listener_refusals_flood(void **state) {
+        Seen seen = { .refuse = true, .taken_fd = -1 };
+        ChannelListener *l;
+        int fds[40];
+
+        assert_int_equal(channel_listener_new(event, path, -EBADF, on_peer, &seen, &l), 0);
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                fds[i] = connect_to(path);
+        run_until(&seen, ELEMENTSOF(fds));
+        assert_int_equal(channel_listener_refused(l), ELEMENTSOF(fds));
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++) {
+                char c;
+                assert_int_equal(read(fds[i], &c, 1), 0);
+                safe_close(fds[i]);
+        }
+        channel_listener_free(l, true);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_channel_listener_peer_credentials, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_channel_listener_refuses, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_channel_listener_leftover_and_inherited, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_channel_listener_refusals_flood, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
