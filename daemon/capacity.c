@@ -122,10 +122,12 @@ void capacity_measure_rate(Capacity *c, usec_t now, usec_t length, RateReading *
                 c->rate_buf = b;
                 c->rate_buf_size = p->n_workers;
         }
-        /* serving: taking requests of its own (a worker drained, retiring or replaced is on its way out) */
+        /* serving: taking requests of its own (a worker drained, retiring or replaced is on its way out);
+         * one taken out of new work because its reports stopped still serves its users, and its missing
+         * rows must hold the rate, not drop out of it */
         for (size_t i = 0; i < p->n_workers; i++) {
                 Worker *w = p->workers[i];
-                if (worker_takes_users(w))
+                if (worker_is_routable(w) && !w->evacuating && !worker_outdated(w))
                         c->rate_buf[n++] = (RateWorker) { .id = w->id, .window = &w->window,
                                                           .serving_since = w->routable_at };
         }

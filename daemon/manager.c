@@ -231,6 +231,7 @@ static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
         expire_users(m, now_usec(CLOCK_MONOTONIC));
+        health_check(&m->pool, &m->capacity, now_usec(CLOCK_MONOTONIC));
         manager_write_status(m);
         if (m->notified_ready)
                 notify_status(m);

@@ -15,6 +15,7 @@
 #include "compaction.h"
 #include "config.h"
 #include "frontend.h"
+#include "health.h"
 #include "move.h"
 #include "placement.h"
 #include "pool.h"

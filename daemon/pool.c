@@ -101,7 +101,7 @@ void pool_pick_reception(Pool *p) {
                 for (size_t i = 0; i < p->n_workers && !p->reception; i++) {
                         Worker *w = p->workers[i];
                         if (w != old && worker_is_routable(w) &&
-                            (pass > 0 || (!w->evacuating && !worker_outdated(w))))
+                            (pass > 0 || (!w->evacuating && !worker_outdated(w) && !w->unhealthy)))
                                 p->reception = w;
                 }
         if (p->reception)
@@ -825,6 +825,28 @@ void pool_set_evacuating(Pool *p, Worker *w, bool on) {
                 return;
         w->evacuating = on;
         pool_changed(p);
+}
+
+void pool_set_unhealthy(Pool *p, Worker *w, const char *why) {
+        char *copy = NULL;
+
+        if (!why == !w->unhealthy)
+                return;
+        if (why) {
+                copy = strdup(why);
+                if (!copy)
+                        return;
+                log_struct(LOG_WARNING, LOG_FIELDS(.event = "unhealthy", .worker = (int) w->id),
+                           "%s is taken out of new work: %s; its own users still go to it", WORKER_NAME(w), why);
+        } else
+                log_struct(LOG_NOTICE, LOG_FIELDS(.event = "unhealthy", .worker = (int) w->id),
+                           "%s reports again and takes new work (was: %s)", WORKER_NAME(w), w->unhealthy);
+        free(w->unhealthy);
+        w->unhealthy = copy;
+        pool_changed(p);
+        /* guests are served by a worker that answers */
+        if (why && p->reception == w)
+                pool_pick_reception(p);
 }
 
 void pool_set_rolling(Pool *p, bool on) {

@@ -152,6 +152,9 @@ void pool_retire_worker(Pool *p, Worker *w, const char *why);
 /* w stops (on) or starts again (off) taking new users while it stays routable for the ones it has: a
  * drain moving them off. */
 void pool_set_evacuating(Pool *p, Worker *w, bool on);
+/* w stops (why: the reason) or starts again (NULL) taking new work while it stays routable for the users
+ * it has: its reports stopped, it may be hung. The reception passes to a healthy worker. */
+void pool_set_unhealthy(Pool *p, Worker *w, const char *why);
 /* A rolling reload has (on) or no longer has (off) a routable worker of the current definition: the
  * outdated ones take no new users and the reception passes to a current one (on), or all take users
  * again (off). */

@@ -62,6 +62,11 @@ static void write_worker(FILE *f, const StatusView *v, const Worker *w, usec_t n
                 fprintf(f, "\"not_fresh_for_ms\":%llu,", (unsigned long long) ((now - since) / USEC_PER_MSEC));
         if (w->reading.missing_mask)
                 fprintf(f, "\"missing\":\"%s\",", w->reading.missing_names);
+        if (w->unhealthy) {
+                fputs("\"unhealthy\":", f);
+                json_write_string(f, w->unhealthy);
+                fputc(',', f);
+        }
         if (w->channel_close_reason && !channel_is_open(w->channel)) {
                 fputs("\"channel_closed\":", f);
                 json_write_string(f, w->channel_close_reason);

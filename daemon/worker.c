@@ -83,6 +83,7 @@ Worker *worker_free(Worker *w) {
         w->channel = channel_free(w->channel);
         safe_close(w->pidfd);
         free(w->package_format);
+        free(w->unhealthy);
         safe_close(w->release_fd);
         safe_close(w->exec_error_fd);
         safe_close(w->listen_fd);
@@ -116,7 +117,7 @@ bool worker_outdated(const Worker *w) {
 }
 
 bool worker_takes_users(const Worker *w) {
-        return w->state == WORKER_ROUTABLE && !w->evacuating && !worker_outdated(w);
+        return w->state == WORKER_ROUTABLE && !w->evacuating && !worker_outdated(w) && !w->unhealthy;
 }
 
 bool worker_in_policy(const Worker *w) {

@@ -59,6 +59,7 @@ typedef struct Worker {
         bool evacuating;    /* routable, its users being moved off (a drain): serves them, takes no new */
         bool adopted;       /* started by an earlier commander, taken back after a restart: not our child */
         bool awaiting_sensor; /* adopted, its sensor has not yet reconnected and announced its users */
+        char *unhealthy;    /* why it is taken out of new work (its reports stopped: hung?); NULL: healthy */
 
         /* the process */
         pid_t pid;          /* for logs only: the identity is the pidfd */
@@ -122,7 +123,7 @@ bool worker_is_routable(const Worker *w);
 /* Runs an older worker definition while a rolling reload replaces it with a routable newer one: it
  * serves its users and takes no new ones. */
 bool worker_outdated(const Worker *w);
-/* Takes new users: routable, not retiring, not evacuating, not outdated. */
+/* Takes new users: routable, not retiring, not evacuating, not outdated, not unhealthy. */
 bool worker_takes_users(const Worker *w);
 /* In the policies' world: alive and not yet stopping (starting, probing, routable, draining). */
 bool worker_in_policy(const Worker *w);

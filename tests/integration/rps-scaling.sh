@@ -20,7 +20,7 @@ HOLD_S=${EP_RPS_HOLD_S:-90}
 [[ ${EP_SANITIZE:-OFF} == ON && -z ${EP_RPS_HOLD_S:-} ]] && HOLD_S=20
 LOADGEN=$(bin elastic-pool-loadgen)
 
-fe_config "$DEMO_WORKER" pool.min_workers=1 pool.max_workers=2 \
+fe_config "$DEMO_WORKER" pool.min_workers=1 pool.max_workers=2 pool.hung_timeout=0 \
         policy.rps_target=20 policy.rps_up_window=3s policy.rps_down_window=4s
 fe_start
 
