@@ -33,8 +33,10 @@ fi
 exec $DEMO_WORKER --user-blob-size $MOVE_BLOB
 EOF
         chmod +x "$EP_TMP/worker.sh"
+        # stale_after=50 (10 s): a worker its fault stalls for a few seconds stays the reception, rather than
+        # being taken out of new work for its silence (daemon/health.c), which these tests are not about
         fe_config "$EP_TMP/worker.sh" pool.min_workers=2 pool.max_workers=2 policy.reception_threshold=0.01 \
-                "$@"
+                policy.stale_after=50 "$@"
         fe_start
         [[ $(reception) == "$MOVE_SOURCE" ]] || fail "the reception is w$(reception), not w$MOVE_SOURCE"
         wait_log "Worker w$MOVE_TARGET is routable"
