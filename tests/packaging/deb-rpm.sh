@@ -130,8 +130,11 @@ try_example() { # try_example NAME ROOT LIBDIR
                 fail "$name: the EXAMPLE of elastic-pool-sensor(3) does not build with $flags"
         LD_LIBRARY_PATH=$root$libdir "$EP_TMP/example-$name" >"$EP_TMP/example-$name.out" 2>&1 ||
                 fail "$name: the example failed: $(cat "$EP_TMP/example-$name.out")"
-        LD_LIBRARY_PATH=$root$libdir ldd "$EP_TMP/example-$name" | grep -q "libelastic-pool-sensor.so.0 => $root" ||
-                fail "$name: the example does not load the packaged library: $(LD_LIBRARY_PATH=$root$libdir ldd "$EP_TMP/example-$name")"
+        # read whole, then searched: grep -q on the pipe would stop ldd early (SIGPIPE, and pipefail fails)
+        local libs
+        libs=$(LD_LIBRARY_PATH=$root$libdir ldd "$EP_TMP/example-$name")
+        [[ $libs == *"libelastic-pool-sensor.so.0 => $root"* ]] ||
+                fail "$name: the example does not load the packaged library: $libs"
 }
 mkdir -p "$EP_TMP/deb-root" "$EP_TMP/rpm-root"
 for p in libelastic-pool-sensor0 libelastic-pool-sensor-dev; do
