@@ -10,10 +10,35 @@
 #include "cleanup.h"
 #include "fd-util.h"
 #include "macro.h"
+#include "time-util.h"
 
 /* A worker that stops reading may have this much queued before we call it stuck. */
 #define CHANNEL_OUTBOX_LIMIT (64U * 1024U * 1024U)
 #define CHANNEL_READ_CHUNK 65536
+
+/* A report is about 150 bytes and 40 fields with every reading present; a Hello carries a few strings
+ * (a cgroup path at most PATH_MAX); a Users frame holds up to the sensor's 1 MiB budget of names
+ * (USER_LIST_FRAME_BUDGET) plus one name; only a Package's blob reaches the frame maximum. Field counts
+ * bound what unpacking allocates whatever the size: one entry per user name, a few per message
+ * otherwise. A newer sensor may add fields we do not know: a few dozen of them, not millions. */
+const ChannelLimits channel_worker_limits = {
+        .frame = {
+                .body = {
+                        [ELASTIC_POOL__FRAME__BODY_HELLO] = { 64U * 1024U, 256 },
+                        [ELASTIC_POOL__FRAME__BODY_REPORT] = { 4096, 128 },
+                        [ELASTIC_POOL__FRAME__BODY_PACKAGE] = { FRAME_MAX_SIZE_DEFAULT, 64 },
+                        [ELASTIC_POOL__FRAME__BODY_INSTALL_RESULT] = { 64U * 1024U, 64 },
+                        [ELASTIC_POOL__FRAME__BODY_GOODBYE] = { 4096, 16 },
+                        [ELASTIC_POOL__FRAME__BODY_USERS] = { 2U * 1024U * 1024U, 256U * 1024U },
+                },
+                .max_unknown = 64,
+        },
+        /* a sensor reports once per interval (seconds; 200 ms in tests), plus an early one now and then */
+        .per_second = {
+                [ELASTIC_POOL__FRAME__BODY_REPORT] = CHANNEL_REPORTS_PER_SECOND,
+                [ELASTIC_POOL__FRAME__BODY_HELLO] = 10,
+        },
+};
 
 struct Channel {
         /* The owner's reference, plus one held by each of our entry points that calls out: an owner may
@@ -27,6 +52,13 @@ struct Channel {
         ChannelCallbacks cb;
         void *userdata;
         uint64_t frames_received;
+        uint64_t frames_dropped;
+        const ChannelLimits *limits;
+        /* token buckets of the rated body types: tokens are scaled by USEC_PER_SEC, so that one frame
+         * costs USEC_PER_SEC and a microsecond earns per_second */
+        uint64_t tokens[FRAME_BODY_CASES];
+        usec_t refilled_at[FRAME_BODY_CASES];
+        bool throttle_told;
         bool open;
 };
 
@@ -79,6 +111,67 @@ static int flush(Channel *c) {
         return update_events(c);
 }
 
+static void refusal_reason(const Channel *c, int r, char *buf, size_t size) {
+        const FrameDecoder *d = &c->decoder;
+        const char *type = frame_body_case_name(d->body_case);
+
+        switch (r) {
+        case -EMSGSIZE:
+                if (d->body_case > 0 && c->limits)
+                        snprintf(buf, size, "%s frame of %zu bytes, over the %zu byte maximum of its type", type,
+                                 d->body_size, c->limits->frame.body[d->body_case].max_size);
+                else
+                        snprintf(buf, size, "frame announces %zu bytes, over the %zu byte maximum", d->body_size,
+                                 c->max_frame);
+                break;
+        case -E2BIG:
+                snprintf(buf, size, "%s frame with more fields than its type allows (%zu, %zu unknown)", type,
+                         c->limits ? c->limits->frame.body[d->body_case].max_fields : 0,
+                         c->limits ? c->limits->frame.max_unknown : 0);
+                break;
+        case -EPROTOTYPE:
+                if (d->body_case > 0)
+                        snprintf(buf, size, "%s frame (field %d), which a worker does not send", type, d->body_case);
+                else
+                        snprintf(buf, size, "frame of a type we do not know");
+                break;
+        case -EBADMSG:
+                snprintf(buf, size, "undecodable frame (not an elastic_pool.Frame)");
+                break;
+        default:
+                snprintf(buf, size, "out of memory decoding a frame");
+                break;
+        }
+}
+
+/* FrameAdmit: a token bucket per rated type. Dropped frames are skipped unread by the decoder. */
+static int admit(int body_case, size_t size, void *userdata) {
+        Channel *c = userdata;
+        unsigned rate = c->limits->per_second[body_case];
+        uint64_t cap = (uint64_t) rate * CHANNEL_RATE_BURST_SECONDS * USEC_PER_SEC;
+        usec_t now;
+
+        if (rate == 0)
+                return 0;
+        if (sd_event_now(sd_event_source_get_event(c->io), CLOCK_MONOTONIC, &now) < 0)
+                now = now_usec(CLOCK_MONOTONIC);
+        if (c->refilled_at[body_case] == 0)
+                c->tokens[body_case] = cap; /* a new channel starts with its burst */
+        else
+                c->tokens[body_case] = MIN(cap, c->tokens[body_case] + (now - c->refilled_at[body_case]) * rate);
+        c->refilled_at[body_case] = now;
+        if (c->tokens[body_case] >= USEC_PER_SEC) {
+                c->tokens[body_case] -= USEC_PER_SEC;
+                return 0;
+        }
+        c->frames_dropped++;
+        if (!c->throttle_told && c->cb.on_throttled) {
+                c->throttle_told = true;
+                c->cb.on_throttled(c, body_case, rate, c->userdata);
+        }
+        return 1;
+}
+
 /* Feeds bytes to the decoder and dispatches each complete frame. Returns false once closed, which a
  * callback may have done (channel_close() or channel_free()): hence c->open after every frame. */
 static bool feed(Channel *c, const uint8_t *p, size_t n) {
@@ -88,19 +181,10 @@ static bool feed(Channel *c, const uint8_t *p, size_t n) {
                 int r;
 
                 r = frame_decoder_feed(&c->decoder, p, n, &used, &f);
-                if (r == -EMSGSIZE) {
-                        char reason[128];
-                        snprintf(reason, sizeof reason, "frame announces %zu bytes, over the %zu byte maximum",
-                                 c->decoder.body_size, c->max_frame);
-                        channel_close(c, r, reason);
-                        return false;
-                }
-                if (r == -EBADMSG) {
-                        channel_close(c, r, "undecodable frame (not an elastic_pool.Frame)");
-                        return false;
-                }
                 if (r < 0) {
-                        channel_close(c, r, "out of memory decoding a frame");
+                        char reason[160];
+                        refusal_reason(c, r, reason, sizeof reason);
+                        channel_close(c, r, reason);
                         return false;
                 }
                 p += used;
@@ -182,6 +266,11 @@ int channel_new(sd_event *event, int fd, size_t max_frame, const ChannelCallback
         return 0;
 }
 
+void channel_set_limits(Channel *c, const ChannelLimits *limits) {
+        c->limits = limits;
+        frame_decoder_set_limits(&c->decoder, limits ? &limits->frame : NULL, limits ? admit : NULL, c);
+}
+
 Channel *channel_free(Channel *c) {
         if (!c)
                 return NULL;
@@ -212,4 +301,8 @@ bool channel_is_open(const Channel *c) {
 
 uint64_t channel_frames_received(const Channel *c) {
         return c ? c->frames_received : 0;
+}
+
+uint64_t channel_frames_dropped(const Channel *c) {
+        return c ? c->frames_dropped : 0;
 }

@@ -170,9 +170,17 @@ static int make_listen_socket(Pool *p, Worker *w) {
 static void on_channel_frame(Channel *c, const Frame *f, void *userdata);
 static void on_channel_close(Channel *c, int error, const char *reason, void *userdata);
 
+static void on_channel_throttled(Channel *c, int body_case, unsigned per_second, void *userdata) {
+        Worker *w = userdata;
+
+        log_warning("%s sends %s frames faster than %u a second: the excess is dropped unread", WORKER_NAME(w),
+                    frame_body_case_name(body_case), per_second);
+}
+
 static const ChannelCallbacks channel_callbacks = {
         .on_frame = on_channel_frame,
         .on_close = on_channel_close,
+        .on_throttled = on_channel_throttled,
 };
 
 /* The group's variables (environment_file's, overridden by environment=), then the worker's own, which
@@ -409,6 +417,7 @@ static int watch_child(Pool *p, Worker *w, int ours, char *what, size_t size) {
         r = channel_new(p->event, ours, FRAME_MAX_SIZE_DEFAULT, &channel_callbacks, w, &w->channel);
         if (r < 0)
                 return step_failed(r, what, size, "cannot open its channel");
+        channel_set_limits(w->channel, &channel_worker_limits);
         r = sd_event_add_child_pidfd(p->event, &w->child_source, w->pidfd, WEXITED, on_child_exit, w);
         if (r < 0)
                 return step_failed(r, what, size, "cannot watch its pidfd");
@@ -703,6 +712,7 @@ int pool_attach_channel(Pool *p, Worker *w, int fd) {
         r = channel_new(p->event, fd, FRAME_MAX_SIZE_DEFAULT, &channel_callbacks, w, &w->channel);
         if (r < 0)
                 return log_warning_errno(r, "Failed to open the reconnected channel of %s: %m", WORKER_NAME(w));
+        channel_set_limits(w->channel, &channel_worker_limits);
         w->channel_closed_at = 0;
         w->channel_close_reason = mfree(w->channel_close_reason);
         pool_changed(p);

@@ -16,8 +16,19 @@ void frame_decoder_init(FrameDecoder *d, size_t max_size) {
 }
 
 void frame_decoder_done(FrameDecoder *d) {
+        const FrameLimits *limits = d->limits;
+        FrameAdmit admit = d->admit;
+        void *userdata = d->admit_userdata;
+
         free(d->body);
         frame_decoder_init(d, d->max_size);
+        frame_decoder_set_limits(d, limits, admit, userdata);
+}
+
+void frame_decoder_set_limits(FrameDecoder *d, const FrameLimits *limits, FrameAdmit admit, void *userdata) {
+        d->limits = limits;
+        d->admit = admit;
+        d->admit_userdata = userdata;
 }
 
 bool frame_decoder_pending(const FrameDecoder *d) {
@@ -45,9 +56,167 @@ static int unpack(const uint8_t *data, size_t size, Frame **ret) {
         return 1;
 }
 
+/* Nesting of our messages is two deep; anything deeper is not ours. */
+#define WALK_DEPTH_MAX 8
+
+typedef struct Budget {
+        size_t fields, unknown;
+} Budget;
+
+static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret) {
+        uint64_t v = 0;
+
+        for (unsigned shift = 0; shift < 64; shift += 7) {
+                uint8_t b;
+
+                if (*p == end)
+                        return -EBADMSG;
+                b = *(*p)++;
+                v |= (uint64_t) (b & 0x7f) << shift;
+                if (!(b & 0x80)) {
+                        *ret = v;
+                        return 0;
+                }
+        }
+        return -EBADMSG;
+}
+
+static int spend(size_t *budget, size_t n) {
+        if (*budget < n)
+                return -E2BIG;
+        *budget -= n;
+        return 0;
+}
+
+static int skip(const uint8_t **p, const uint8_t *end, uint64_t n) {
+        if (n > (uint64_t) (end - *p))
+                return -EBADMSG;
+        *p += n;
+        return 0;
+}
+
+/* Entries of a packed repeated scalar: protobuf-c unpacks each into its array. */
+static size_t packed_entries(const ProtobufCFieldDescriptor *f, const uint8_t *p, size_t len) {
+        size_t n = 0;
+
+        switch (f->type) {
+        case PROTOBUF_C_TYPE_FIXED32:
+        case PROTOBUF_C_TYPE_SFIXED32:
+        case PROTOBUF_C_TYPE_FLOAT:
+                return len / 4;
+        case PROTOBUF_C_TYPE_FIXED64:
+        case PROTOBUF_C_TYPE_SFIXED64:
+        case PROTOBUF_C_TYPE_DOUBLE:
+                return len / 8;
+        default: /* varints: one ends at each byte without the continuation bit */
+                for (size_t i = 0; i < len; i++)
+                        n += !(p[i] & 0x80);
+                return n;
+        }
+}
+
+static int walk(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t size, unsigned depth, Budget *b);
+
+static int walk_delimited(const ProtobufCFieldDescriptor *f, const uint8_t *p, size_t len, unsigned depth,
+                          Budget *b) {
+        size_t n;
+
+        if (!f)
+                return 0;
+        if (f->type == PROTOBUF_C_TYPE_MESSAGE)
+                return walk(f->descriptor, p, len, depth + 1, b);
+        if (f->label != PROTOBUF_C_LABEL_REPEATED || f->type == PROTOBUF_C_TYPE_STRING ||
+            f->type == PROTOBUF_C_TYPE_BYTES)
+                return 0;
+        n = packed_entries(f, p, len);
+        return spend(&b->fields, n > 0 ? n - 1 : 0); /* the field itself is counted already */
+}
+
+static int walk(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t size, unsigned depth, Budget *b) {
+        const uint8_t *end = p + size;
+
+        if (depth > WALK_DEPTH_MAX)
+                return -EBADMSG;
+        while (p < end) {
+                const ProtobufCFieldDescriptor *f;
+                uint64_t key, v;
+                int r;
+
+                r = read_varint(&p, end, &key);
+                if (r < 0)
+                        return r;
+                if ((key >> 3) == 0 || (key >> 3) > INT32_MAX)
+                        return -EBADMSG;
+                f = protobuf_c_message_descriptor_get_field(desc, (unsigned) (key >> 3));
+                r = spend(f ? &b->fields : &b->unknown, 1);
+                if (r < 0)
+                        return r;
+                switch (key & 7) {
+                case PROTOBUF_C_WIRE_TYPE_VARINT:
+                        r = read_varint(&p, end, &v);
+                        break;
+                case PROTOBUF_C_WIRE_TYPE_64BIT:
+                        r = skip(&p, end, 8);
+                        break;
+                case PROTOBUF_C_WIRE_TYPE_32BIT:
+                        r = skip(&p, end, 4);
+                        break;
+                case PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED:
+                        r = read_varint(&p, end, &v);
+                        if (r < 0)
+                                return r;
+                        if (v > (uint64_t) (end - p))
+                                return -EBADMSG;
+                        r = walk_delimited(f, p, (size_t) v, depth, b);
+                        p += v;
+                        break;
+                default: /* groups: protobuf-c refuses them anyway */
+                        return -EBADMSG;
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int frame_check_limits(const FrameLimits *limits, const uint8_t *data, size_t size, int *ret_body_case) {
+        const uint8_t *p = data, *end = data + size;
+        const ProtobufCFieldDescriptor *f;
+        const FrameBodyLimit *lim;
+        uint64_t key, len;
+        Budget b;
+        int r;
+
+        *ret_body_case = 0;
+        r = read_varint(&p, end, &key);
+        if (r < 0)
+                return r;
+        if ((key & 7) != PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
+                return -EBADMSG;
+        if ((key >> 3) == 0 || (key >> 3) >= FRAME_BODY_CASES)
+                return -EPROTOTYPE;
+        *ret_body_case = (int) (key >> 3);
+        lim = &limits->body[key >> 3];
+        f = protobuf_c_message_descriptor_get_field(&elastic_pool__frame__descriptor, (unsigned) (key >> 3));
+        if (lim->max_size == 0 || !f || f->type != PROTOBUF_C_TYPE_MESSAGE)
+                return -EPROTOTYPE;
+        if (size > lim->max_size)
+                return -EMSGSIZE;
+        r = read_varint(&p, end, &len);
+        if (r < 0)
+                return r;
+        /* one body and nothing after it: a second would be unpacked (and freed) for nothing */
+        if (len != (uint64_t) (end - p))
+                return -EBADMSG;
+        b = (Budget) { .fields = lim->max_fields, .unknown = limits->max_unknown };
+        return walk(f->descriptor, p, (size_t) len, 0, &b);
+}
+
 static void reset_for_next(FrameDecoder *d) {
         d->header_have = 0;
         d->body_size = d->body_have = 0;
+        d->body_case = 0;
+        d->begun = d->skipping = false;
         if (d->body_allocated > BODY_KEEP_MAX) {
                 free(d->body);
                 d->body = NULL;
@@ -65,6 +234,45 @@ static int take_header(FrameDecoder *d) {
                 return -EMSGSIZE;
         d->body_have = 0;
         return 0;
+}
+
+/* The type and size of a frame are known from its first body byte (the oneof's tag: every body type's
+ * field number is under 16, so one byte). Refusing here means a 16 MiB report is never buffered. */
+static int begin_body(FrameDecoder *d, uint8_t tag) {
+        const FrameBodyLimit *lim;
+        int r;
+
+        d->begun = true;
+        if (!d->limits)
+                return 0;
+        if ((tag & 7) != 2)
+                return -EBADMSG;
+        if ((tag & 0x80) || (tag >> 3) == 0)
+                return -EPROTOTYPE;
+        d->body_case = tag >> 3;
+        lim = &d->limits->body[d->body_case];
+        if (lim->max_size == 0)
+                return -EPROTOTYPE;
+        if (d->body_size > lim->max_size)
+                return -EMSGSIZE;
+        if (!d->admit)
+                return 0;
+        r = d->admit(d->body_case, d->body_size, d->admit_userdata);
+        if (r < 0)
+                return r;
+        d->skipping = r > 0;
+        return 0;
+}
+
+static int decode(FrameDecoder *d, const uint8_t *data, size_t size, Frame **ret) {
+        int r, body_case;
+
+        if (d->limits) {
+                r = frame_check_limits(d->limits, data, size, &body_case);
+                if (r < 0)
+                        return r;
+        }
+        return unpack(data, size, ret);
 }
 
 /* Room for the body's next n bytes. It grows with what arrives (doubling, from 64 KiB) rather than to the
@@ -98,16 +306,32 @@ static int feed(FrameDecoder *d, const uint8_t *p, size_t size, size_t *ret_cons
                 r = take_header(d);
                 if (r < 0)
                         return r;
-                /* the common case: the whole body is already here, decode in place without copying */
-                if (size - used >= d->body_size) {
-                        r = unpack(p + used, d->body_size, ret_frame);
-                        *ret_consumed = used + d->body_size;
-                        reset_for_next(d);
+        }
+        if (!d->begun && d->body_size > 0) {
+                if (used == size)
+                        return 0;
+                r = begin_body(d, p[used]);
+                if (r < 0)
                         return r;
-                }
         }
 
         n = MIN(size - used, d->body_size - d->body_have);
+        if (d->skipping) {
+                d->body_have += n;
+                *ret_consumed = used + n;
+                if (d->body_have == d->body_size)
+                        reset_for_next(d);
+                return 0;
+        }
+        /* the common case: the whole body is already here, decode in place without copying */
+        if (d->body_have == 0 && n == d->body_size) {
+                r = decode(d, p + used, n, ret_frame);
+                *ret_consumed = used + n;
+                if (r >= 0)
+                        reset_for_next(d);
+                return r;
+        }
+
         r = reserve_body(d, n);
         if (r < 0)
                 return r;
@@ -119,8 +343,9 @@ static int feed(FrameDecoder *d, const uint8_t *p, size_t size, size_t *ret_cons
         if (d->body_have < d->body_size)
                 return 0;
 
-        r = unpack(d->body, d->body_size, ret_frame);
-        reset_for_next(d);
+        r = decode(d, d->body, d->body_size, ret_frame);
+        if (r >= 0)
+                reset_for_next(d);
         return r;
 }
 
@@ -157,8 +382,8 @@ int frame_encode(const Frame *f, size_t max_size, uint8_t **ret, size_t *ret_siz
         return 0;
 }
 
-const char *frame_body_name(const Frame *f) {
-        switch (f->body_case) {
+const char *frame_body_case_name(int body_case) {
+        switch (body_case) {
         case ELASTIC_POOL__FRAME__BODY_HELLO:
                 return "hello";
         case ELASTIC_POOL__FRAME__BODY_REPORT:
@@ -182,6 +407,10 @@ const char *frame_body_name(const Frame *f) {
         default:
                 return "none";
         }
+}
+
+const char *frame_body_name(const Frame *f) {
+        return frame_body_case_name(f->body_case);
 }
 
 void frame_outbox_init(FrameOutbox *o, size_t limit) {

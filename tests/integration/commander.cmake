@@ -1,5 +1,5 @@
 # The commander's integration tests: real processes in cgroup v2 leaves under a fresh parent per test.
-foreach(t scale-real-load worker-killed spawn-timeout garbage-frames exec-failure stop stale-hold check-config admin
+foreach(t scale-real-load worker-killed spawn-timeout garbage-frames hostile-frames exec-failure stop stale-hold check-config admin
                 crash-after-ready runtime-dir-too-long leftover-children reload readopt)
         ep_integration_test(commander-${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/commander-${t}.sh TIMEOUT 120)
 endforeach()

@@ -11,6 +11,10 @@
  *   --garbage-after N      after N reports, write undecodable bytes on the channel
  *   --oversize-after N     after N reports, announce a 1 GiB frame
  *   --silent-after N       after N reports, stop reporting (stay alive)
+ *   --flood-after N        after N reports, send valid reports as fast as the channel takes them for
+ *                          2 s, then write how many to FILE.flooded (FILE: the --cpu-file path)
+ *   --unknown-after N      after N reports, send a 16 MiB Package of tiny unknown fields
+ *   --repeated-after N     after N reports, send a Hello of 8 million packed capabilities
  *   --no-accept            never accept on the listening socket
  *   --exit-after DURATION  exit with status 3 this long after the Hello (a crash just past readiness)
  */
@@ -38,6 +42,7 @@ static const char *cpu_file;
 static usec_t interval = 200 * USEC_PER_MSEC;
 static bool no_hello, no_accept;
 static long garbage_after = -1, oversize_after = -1, silent_after = -1;
+static long flood_after = -1, unknown_after = -1, repeated_after = -1;
 static usec_t exit_after = USEC_INFINITY;
 
 static int send_frame(int fd, const Frame *f) {
@@ -90,6 +95,71 @@ static int send_report(int fd, uint64_t seq) {
         return send_frame(fd, &f);
 }
 
+/* A frame no encoder would make: a 4-byte length, the Frame's field `body_case` and its length, then n
+ * copies of `unit` (a few bytes of wire). */
+static int send_repeated(int fd, int body_case, const uint8_t *prefix, size_t prefix_len, const uint8_t *unit,
+                         size_t unit_len, size_t n) {
+        size_t body = prefix_len + unit_len * n, inner, size = 0;
+        _cleanup_free_ uint8_t *buf = NULL;
+        uint8_t *p;
+
+        inner = 1 + 5 + body;
+        buf = malloc(4 + inner);
+        if (!buf)
+                return -ENOMEM;
+        p = buf + 4;
+        p[size++] = (uint8_t) (body_case << 3 | 2);
+        for (size_t v = body; ; v >>= 7) {
+                p[size++] = (uint8_t) (v >= 0x80 ? (v & 0x7f) | 0x80 : v);
+                if (v < 0x80)
+                        break;
+        }
+        memcpy(p + size, prefix, prefix_len);
+        size += prefix_len;
+        for (size_t i = 0; i < n; i++, size += unit_len)
+                memcpy(p + size, unit, unit_len);
+        buf[0] = (uint8_t) (size >> 24), buf[1] = (uint8_t) (size >> 16);
+        buf[2] = (uint8_t) (size >> 8), buf[3] = (uint8_t) size;
+        return loop_write(fd, buf, 4 + size);
+}
+
+/* What took a commander to 484 MB before frames were counted: 16 MiB of unknown field 99 = 0. */
+static void send_unknown_fields(int fd) {
+        static const uint8_t field[] = { 0x98, 0x06, 0x00 };
+        (void) send_repeated(fd, ELASTIC_POOL__FRAME__BODY_PACKAGE, NULL, 0, field, sizeof field,
+                             (FRAME_MAX_SIZE_DEFAULT - 16) / sizeof field);
+}
+
+/* 8 million repeated entries: capabilities, packed (field 6, one byte each). */
+static void send_repeated_entries(int fd) {
+        static const uint8_t one = 3;
+        uint8_t prefix[6] = { 6 << 3 | 2 };
+        size_t n = 8U * 1000U * 1000U, k = 1;
+
+        for (size_t v = n; ; v >>= 7) {
+                prefix[k++] = (uint8_t) (v >= 0x80 ? (v & 0x7f) | 0x80 : v);
+                if (v < 0x80)
+                        break;
+        }
+        (void) send_repeated(fd, ELASTIC_POOL__FRAME__BODY_HELLO, prefix, k, &one, 1, n);
+}
+
+static void flood(int fd, uint64_t *seq) {
+        usec_t end = now_usec(CLOCK_MONOTONIC) + 2 * USEC_PER_SEC;
+        uint64_t sent = 0;
+        char path[4200];
+        FILE *f;
+
+        while (now_usec(CLOCK_MONOTONIC) < end && send_report(fd, ++*seq) >= 0)
+                sent++;
+        snprintf(path, sizeof path, "%s.flooded", cpu_path);
+        f = fopen(path, "we");
+        if (f) {
+                fprintf(f, "%llu\n", (unsigned long long) sent);
+                fclose(f);
+        }
+}
+
 static int parse_args(int argc, char *argv[]) {
         enum {
                 ARG_CPU_FILE = 0x100,
@@ -100,6 +170,9 @@ static int parse_args(int argc, char *argv[]) {
                 ARG_SILENT,
                 ARG_NO_ACCEPT,
                 ARG_EXIT_AFTER,
+                ARG_FLOOD,
+                ARG_UNKNOWN,
+                ARG_REPEATED,
         };
         static const struct option options[] = {
                 { "cpu-file", required_argument, NULL, ARG_CPU_FILE },
@@ -110,6 +183,9 @@ static int parse_args(int argc, char *argv[]) {
                 { "silent-after", required_argument, NULL, ARG_SILENT },
                 { "no-accept", no_argument, NULL, ARG_NO_ACCEPT },
                 { "exit-after", required_argument, NULL, ARG_EXIT_AFTER },
+                { "flood-after", required_argument, NULL, ARG_FLOOD },
+                { "unknown-after", required_argument, NULL, ARG_UNKNOWN },
+                { "repeated-after", required_argument, NULL, ARG_REPEATED },
                 {}
         };
         int c;
@@ -136,6 +212,15 @@ static int parse_args(int argc, char *argv[]) {
                         break;
                 case ARG_SILENT:
                         silent_after = atol(optarg);
+                        break;
+                case ARG_FLOOD:
+                        flood_after = atol(optarg);
+                        break;
+                case ARG_UNKNOWN:
+                        unknown_after = atol(optarg);
+                        break;
+                case ARG_REPEATED:
+                        repeated_after = atol(optarg);
                         break;
                 case ARG_NO_ACCEPT:
                         no_accept = true;
@@ -216,6 +301,20 @@ int main(int argc, char *argv[]) {
                 if (oversize_after >= 0 && (long) seq == oversize_after) {
                         static const uint8_t big[] = { 0x40, 0, 0, 0, 0x0a };
                         (void) loop_write(chan, big, sizeof big);
+                        seq++;
+                        continue;
+                }
+                if (flood_after >= 0 && (long) seq == flood_after) {
+                        flood(chan, &seq);
+                        continue;
+                }
+                if (unknown_after >= 0 && (long) seq == unknown_after) {
+                        send_unknown_fields(chan);
+                        seq++;
+                        continue;
+                }
+                if (repeated_after >= 0 && (long) seq == repeated_after) {
+                        send_repeated_entries(chan);
                         seq++;
                         continue;
                 }

@@ -34,6 +34,8 @@ typedef struct Seen {
         bool reply; /* answer each report with a Drop carrying its seq */
         bool free_on_frame; /* the owner drops the channel from inside its frame callback */
         bool free_on_close; /* ... or from inside its close callback */
+        unsigned n_throttled;
+        int throttled_body;
 } Seen;
 
 static sd_event *event;
@@ -75,7 +77,15 @@ static void on_close(Channel *c, int error, const char *reason, void *userdata) 
                 channel = s->channel = channel_free(c);
 }
 
-static const ChannelCallbacks callbacks = { .on_frame = on_frame, .on_close = on_close };
+static void on_throttled(Channel *c, int body_case, unsigned per_second, void *userdata) {
+        Seen *s = userdata;
+
+        s->n_throttled++;
+        s->throttled_body = body_case;
+        assert_int_equal(per_second, CHANNEL_REPORTS_PER_SECOND);
+}
+
+static const ChannelCallbacks callbacks = { .on_frame = on_frame, .on_close = on_close, .on_throttled = on_throttled };
 
 static void open_channel(size_t max_frame) {
         int sv[2];
@@ -500,6 +510,82 @@ static void test_channel_free_null(void **state) {
         assert_null(channel_free(NULL));
 }
 
+static void test_channel_worker_limits_report_rate(void **state) {
+        uint8_t buf[100 * 64];
+        size_t n = 0;
+
+        /* a flood of valid reports: the burst passes, the rest is dropped unread, and it is told once */
+        channel_set_limits(channel, &channel_worker_limits);
+        for (uint64_t seq = 1; seq <= 100; seq++)
+                n += report_bytes(seq, buf + n, sizeof buf - n);
+        peer_write(buf, n);
+        RUN_UNTIL(seen.n_frames + channel_frames_dropped(channel) >= 100);
+        assert_true(seen.n_frames >= CHANNEL_REPORTS_PER_SECOND * CHANNEL_RATE_BURST_SECONDS);
+        assert_true(seen.n_frames <= CHANNEL_REPORTS_PER_SECOND * CHANNEL_RATE_BURST_SECONDS + 2);
+        assert_int_equal(seen.seq[0], 1); /* the first ones pass, in order */
+        assert_int_equal(seen.seq[1], 2);
+        assert_int_equal(seen.n_throttled, 1);
+        assert_int_equal(seen.throttled_body, ELASTIC_POOL__FRAME__BODY_REPORT);
+        assert_true(channel_is_open(channel));
+        assert_int_equal(seen.n_close, 0);
+}
+
+static void test_channel_worker_limits_report_size(void **state) {
+        ElasticPool__OccupancyReport r = ELASTIC_POOL__OCCUPANCY_REPORT__INIT;
+        ElasticPool__Hello h = ELASTIC_POOL__HELLO__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+        _cleanup_free_ uint8_t *buf = NULL;
+        ElasticPool__Capability *caps;
+        size_t n;
+
+        /* a Hello of 8000 capabilities packs in ~8 KB, under its size, over its field count */
+        channel_set_limits(channel, &channel_worker_limits);
+        caps = calloc(8000, sizeof *caps);
+        assert_non_null(caps);
+        for (size_t i = 0; i < 8000; i++)
+                caps[i] = ELASTIC_POOL__CAPABILITY__CAPABILITY_DROP_USERS;
+        h.n_capabilities = 8000, h.capabilities = caps;
+        f.body_case = ELASTIC_POOL__FRAME__BODY_HELLO, f.hello = &h;
+        assert_int_equal(frame_encode(&f, 0, &buf, &n), 0);
+        free(caps);
+        peer_write(buf, n);
+        RUN_UNTIL(seen.n_close > 0);
+        assert_int_equal(seen.error, -E2BIG);
+        assert_string_equal(seen.reason, "hello frame with more fields than its type allows (256, 64 unknown)");
+
+        channel = channel_free(channel);
+        peer = safe_close(peer);
+        seen = (Seen) {};
+        open_channel(0);
+        channel_set_limits(channel, &channel_worker_limits);
+        /* a report the size of a package: refused on its type alone */
+        buf = mfree(buf);
+        r.has_seq = true, r.seq = 1;
+        f = (Frame) ELASTIC_POOL__FRAME__INIT;
+        f.body_case = ELASTIC_POOL__FRAME__BODY_REPORT, f.report = &r;
+        assert_int_equal(frame_encode(&f, 0, &buf, &n), 0);
+        uint8_t head[] = { 0, 1, 0, 0, buf[4] };
+        peer_write(head, sizeof head);
+        RUN_UNTIL(seen.n_close > 0);
+        assert_int_equal(seen.error, -EMSGSIZE);
+        assert_string_equal(seen.reason, "report frame of 65536 bytes, over the 4096 byte maximum of its type");
+}
+
+static void test_channel_worker_limits_commander_only_type(void **state) {
+        ElasticPool__Drain m = ELASTIC_POOL__DRAIN__INIT;
+        Frame f = ELASTIC_POOL__FRAME__INIT;
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t n;
+
+        channel_set_limits(channel, &channel_worker_limits);
+        f.body_case = ELASTIC_POOL__FRAME__BODY_DRAIN, f.drain = &m;
+        assert_int_equal(frame_encode(&f, 0, &buf, &n), 0);
+        peer_write(buf, n);
+        RUN_UNTIL(seen.n_close > 0);
+        assert_int_equal(seen.error, -EPROTOTYPE);
+        assert_string_equal(seen.reason, "drain frame (field 8), which a worker does not send");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_channel_frames_dispatched_in_order, setup, teardown),
@@ -521,6 +607,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_channel_send_after_close, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_channel_free_from_frame_callback, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_channel_free_from_close_callback, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_channel_worker_limits_report_rate, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_channel_worker_limits_report_size, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_channel_worker_limits_commander_only_type, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_channel_new_failure_takes_fd, setup, teardown),
                 cmocka_unit_test(test_channel_free_null),
         };

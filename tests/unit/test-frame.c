@@ -493,6 +493,256 @@ static void test_frame_outbox_flush_partial(void **state) {
         frame_decoder_done(&d);
 }
 
+/* Hand-made wire bytes: the attacks of issue 16 are frames no well-behaved encoder makes. */
+typedef struct Wire {
+        uint8_t *data;
+        size_t size, allocated;
+} Wire;
+
+static void wire_byte(Wire *w, uint8_t b) {
+        if (w->size == w->allocated) {
+                w->allocated = MAX(w->allocated * 2, (size_t) 256);
+                w->data = realloc(w->data, w->allocated);
+                assert_non_null(w->data);
+        }
+        w->data[w->size++] = b;
+}
+
+static void wire_varint(Wire *w, uint64_t v) {
+        while (v >= 0x80) {
+                wire_byte(w, (uint8_t) (v | 0x80));
+                v >>= 7;
+        }
+        wire_byte(w, (uint8_t) v);
+}
+
+/* Wraps body (the fields of one message) as the Frame's field `body_case`, behind a length prefix. */
+static Wire frame_of(int body_case, const Wire *body) {
+        Wire inner = {}, out = {};
+
+        wire_varint(&inner, (uint64_t) body_case << 3 | 2);
+        wire_varint(&inner, body->size);
+        for (size_t i = 0; i < body->size; i++)
+                wire_byte(&inner, body->data[i]);
+        for (int k = 3; k >= 0; k--)
+                wire_byte(&out, (uint8_t) (inner.size >> (8 * k)));
+        for (size_t i = 0; i < inner.size; i++)
+                wire_byte(&out, inner.data[i]);
+        free(inner.data);
+        return out;
+}
+
+static const FrameLimits test_limits = {
+        .body = {
+                [ELASTIC_POOL__FRAME__BODY_HELLO] = { 4096, 32 },
+                [ELASTIC_POOL__FRAME__BODY_REPORT] = { 512, 64 },
+                [ELASTIC_POOL__FRAME__BODY_PACKAGE] = { 1024U * 1024U, 16 },
+                [ELASTIC_POOL__FRAME__BODY_USERS] = { 64U * 1024U, 100 },
+        },
+        .max_unknown = 8,
+};
+
+static int feed_limited(const Wire *w, FrameAdmit admit, void *userdata, int *ret_body_case, Frame **ret) {
+        FrameDecoder d;
+        size_t used;
+        int r;
+
+        frame_decoder_init(&d, 0);
+        frame_decoder_set_limits(&d, &test_limits, admit, userdata);
+        r = frame_decoder_feed(&d, w->data, w->size, &used, ret);
+        *ret_body_case = d.body_case;
+        frame_decoder_done(&d);
+        return r;
+}
+
+static void test_frame_decoder_limits_pass_every_legit_message(void **state) {
+        _Alignas(max_align_t) uint8_t storage[1024];
+        FrameLimits all = test_limits;
+        Frame f;
+
+        for (int i = 1; i < FRAME_BODY_CASES; i++)
+                if (all.body[i].max_size == 0)
+                        all.body[i] = (FrameBodyLimit) { 4096, 64 };
+        for (unsigned n = 0; make_frame(n, &f, storage); n++) {
+                _cleanup_free_ uint8_t *buf = NULL;
+                FrameDecoder d;
+                Frame *out = NULL;
+                size_t len, used;
+
+                assert_int_equal(frame_encode(&f, 0, &buf, &len), 0);
+                frame_decoder_init(&d, 0);
+                frame_decoder_set_limits(&d, &all, NULL, NULL);
+                /* byte by byte too: the type check happens on the first body byte, wherever it falls */
+                for (size_t off = 0; off < len; off += used) {
+                        int r = frame_decoder_feed(&d, buf + off, 1, &used, &out);
+                        assert_true(r >= 0);
+                }
+                assert_non_null(out);
+                assert_same_frame(&f, out);
+                frame_free(out);
+                frame_decoder_done(&d);
+        }
+}
+
+static void test_frame_decoder_limits_unknown_fields_counted(void **state) {
+        Wire body = {}, w;
+        Frame *out = NULL;
+        int bc;
+
+        /* what took a commander to 484 MB: a package-sized frame of tiny unknown fields (field 99,
+         * varint 0), each one an allocation in protobuf-c */
+        for (int i = 0; i < 20000; i++) {
+                wire_varint(&body, 99 << 3 | 0);
+                wire_varint(&body, 0);
+        }
+        w = frame_of(ELASTIC_POOL__FRAME__BODY_PACKAGE, &body);
+        assert_int_equal(feed_limited(&w, NULL, NULL, &bc, &out), -E2BIG);
+        assert_int_equal(bc, ELASTIC_POOL__FRAME__BODY_PACKAGE);
+        assert_null(out);
+        free(w.data);
+
+        /* a few are a newer sensor's fields: decoded, skipped by protobuf-c as usual */
+        body.size = 0;
+        for (int i = 0; i < 8; i++) {
+                wire_varint(&body, 99 << 3 | 0);
+                wire_varint(&body, 1);
+        }
+        w = frame_of(ELASTIC_POOL__FRAME__BODY_REPORT, &body);
+        assert_int_equal(feed_limited(&w, NULL, NULL, &bc, &out), 1);
+        assert_int_equal(out->body_case, ELASTIC_POOL__FRAME__BODY_REPORT);
+        frame_free(out);
+        free(w.data);
+        free(body.data);
+}
+
+static void test_frame_decoder_limits_repeated_entries_counted(void **state) {
+        Wire body = {}, w;
+        Frame *out = NULL;
+        int bc;
+
+        /* packed capabilities: 200 entries in one field of 200 bytes, fine by size, not by count */
+        wire_varint(&body, 6 << 3 | 2);
+        wire_varint(&body, 200);
+        for (int i = 0; i < 200; i++)
+                wire_byte(&body, 1);
+        w = frame_of(ELASTIC_POOL__FRAME__BODY_HELLO, &body);
+        assert_int_equal(feed_limited(&w, NULL, NULL, &bc, &out), -E2BIG);
+        free(w.data);
+
+        /* unpacked repeated strings: each user name one entry */
+        body.size = 0;
+        for (int i = 0; i < 101; i++) {
+                wire_varint(&body, 1 << 3 | 2);
+                wire_varint(&body, 1);
+                wire_byte(&body, 'u');
+        }
+        w = frame_of(ELASTIC_POOL__FRAME__BODY_USERS, &body);
+        assert_int_equal(feed_limited(&w, NULL, NULL, &bc, &out), -E2BIG);
+        assert_int_equal(bc, ELASTIC_POOL__FRAME__BODY_USERS);
+        free(w.data);
+
+        /* nested fields count too (executor's inside a report) */
+        body.size = 0;
+        for (int i = 0; i < 40; i++) {
+                wire_varint(&body, 7 << 3 | 2);
+                wire_varint(&body, 2);
+                wire_varint(&body, 1 << 3 | 0);
+                wire_varint(&body, 1);
+        }
+        w = frame_of(ELASTIC_POOL__FRAME__BODY_REPORT, &body);
+        assert_int_equal(feed_limited(&w, NULL, NULL, &bc, &out), -E2BIG);
+        free(w.data);
+        free(body.data);
+}
+
+static void test_frame_decoder_limits_size_by_type_before_buffering(void **state) {
+        uint8_t head[] = { 0, 0x10, 0, 0, ELASTIC_POOL__FRAME__BODY_REPORT << 3 | 2 };
+        FrameDecoder d;
+        Frame *out = NULL;
+        size_t used;
+
+        /* a 1 MiB report is refused on its first body byte: nothing of it is buffered */
+        frame_decoder_init(&d, 0);
+        frame_decoder_set_limits(&d, &test_limits, NULL, NULL);
+        assert_int_equal(frame_decoder_feed(&d, head, sizeof head, &used, &out), -EMSGSIZE);
+        assert_int_equal(d.body_case, ELASTIC_POOL__FRAME__BODY_REPORT);
+        assert_int_equal(d.body_allocated, 0);
+        frame_decoder_done(&d);
+
+        /* a type the limits leave at 0 (here: drain, which only the commander sends) */
+        head[1] = 0, head[3] = 2, head[4] = ELASTIC_POOL__FRAME__BODY_DRAIN << 3 | 2;
+        frame_decoder_init(&d, 0);
+        frame_decoder_set_limits(&d, &test_limits, NULL, NULL);
+        assert_int_equal(frame_decoder_feed(&d, head, sizeof head, &used, &out), -EPROTOTYPE);
+        assert_int_equal(d.body_case, ELASTIC_POOL__FRAME__BODY_DRAIN);
+        frame_decoder_done(&d);
+}
+
+static void test_frame_decoder_limits_one_body_only(void **state) {
+        Wire body = {}, w;
+        Frame *out = NULL;
+        int bc;
+
+        /* a report, then a second oneof member in the same Frame */
+        wire_varint(&body, 1 << 3 | 0);
+        wire_varint(&body, 5);
+        w = frame_of(ELASTIC_POOL__FRAME__BODY_REPORT, &body);
+        wire_byte(&w, ELASTIC_POOL__FRAME__BODY_GOODBYE << 3 | 2);
+        wire_byte(&w, 0);
+        w.data[3] += 2; /* the length prefix covers both */
+        assert_int_equal(feed_limited(&w, NULL, NULL, &bc, &out), -EBADMSG);
+        free(w.data);
+        free(body.data);
+}
+
+static int skip_reports(int body_case, size_t size, void *userdata) {
+        unsigned *asked = userdata;
+
+        (*asked)++;
+        return body_case == ELASTIC_POOL__FRAME__BODY_REPORT ? 1 : 0;
+}
+
+static void test_frame_decoder_admit_skips_unread(void **state) {
+        _Alignas(max_align_t) uint8_t storage[1024];
+        uint8_t stream[4096];
+        size_t n = 0;
+        FrameLimits all = test_limits;
+        FrameDecoder d;
+        unsigned asked = 0, got = 0;
+        Frame f;
+
+        for (int i = 1; i < FRAME_BODY_CASES; i++)
+                if (all.body[i].max_size == 0)
+                        all.body[i] = (FrameBodyLimit) { 4096, 64 };
+        /* hello, report, report, goodbye: the reports are skipped, the rest decoded, in any split */
+        const unsigned kinds[] = { 0, 1, 1, 8 };
+        for (size_t k = 0; k < ELEMENTSOF(kinds); k++) {
+                _cleanup_free_ uint8_t *buf = NULL;
+                size_t len;
+                assert_true(make_frame(kinds[k], &f, storage));
+                assert_int_equal(frame_encode(&f, 0, &buf, &len), 0);
+                memcpy(stream + n, buf, len);
+                n += len;
+        }
+        frame_decoder_init(&d, 0);
+        frame_decoder_set_limits(&d, &all, skip_reports, &asked);
+        for (size_t off = 0; off < n;) {
+                Frame *out = NULL;
+                size_t used;
+                assert_true(frame_decoder_feed(&d, stream + off, MIN((size_t) 7, n - off), &used, &out) >= 0);
+                off += used;
+                if (out) {
+                        assert_int_not_equal(out->body_case, ELASTIC_POOL__FRAME__BODY_REPORT);
+                        got++;
+                        frame_free(out);
+                }
+        }
+        assert_int_equal(asked, 4);
+        assert_int_equal(got, 2);
+        assert_false(frame_decoder_pending(&d));
+        frame_decoder_done(&d);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_frame_roundtrip_every_message),
@@ -507,6 +757,12 @@ int main(void) {
                 cmocka_unit_test(test_frame_decoder_feed_mutated_frames),
                 cmocka_unit_test(test_frame_decoder_feed_announced_large_allocates_what_arrives),
                 cmocka_unit_test(test_frame_outbox_flush_partial),
+                cmocka_unit_test(test_frame_decoder_limits_pass_every_legit_message),
+                cmocka_unit_test(test_frame_decoder_limits_unknown_fields_counted),
+                cmocka_unit_test(test_frame_decoder_limits_repeated_entries_counted),
+                cmocka_unit_test(test_frame_decoder_limits_size_by_type_before_buffering),
+                cmocka_unit_test(test_frame_decoder_limits_one_body_only),
+                cmocka_unit_test(test_frame_decoder_admit_skips_unread),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
