@@ -13,6 +13,7 @@
 
 #include "cleanup.h"
 #include "config.h"
+#include "fd-util.h"
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
@@ -68,6 +69,20 @@ static int check_config(const char *group, const char *path) {
         }
         printf("%s: valid\n", path);
         return 0;
+}
+
+/* Every client and worker connection is a descriptor, and the usual soft limit of 1024 is far under
+ * max_connections; the hard limit is what the administrator allows. */
+static void raise_nofile(void) {
+        unsigned long long old = 0, now = 0;
+        int r;
+
+        r = fd_raise_nofile(&old, &now);
+        if (r < 0)
+                log_warning_errno(r, "Failed to raise the soft RLIMIT_NOFILE to the hard limit, staying at %llu "
+                                  "descriptors: %m", now);
+        else if (now != old)
+                log_debug("Raised the soft RLIMIT_NOFILE from %llu to %llu descriptors", old, now);
 }
 
 int main(int argc, char *argv[]) {
@@ -158,6 +173,8 @@ int main(int argc, char *argv[]) {
         sigaddset(&mask, SIGHUP);
         sigprocmask(SIG_BLOCK, &mask, NULL);
         signal(SIGPIPE, SIG_IGN);
+
+        raise_nofile();
 
         r = manager_new(&o, &m);
         if (r < 0)

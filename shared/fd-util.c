@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -109,4 +110,21 @@ int fd_store_add(int fd, const char *name) {
 
 int fd_store_remove(const char *name) {
         return sd_notifyf(false, "FDSTOREREMOVE=1\nFDNAME=%s", name);
+}
+
+int fd_raise_nofile(unsigned long long *ret_old_soft, unsigned long long *ret_now) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return -errno;
+        if (ret_old_soft)
+                *ret_old_soft = rl.rlim_cur;
+        *ret_now = rl.rlim_cur;
+        if (rl.rlim_cur >= rl.rlim_max)
+                return 0;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return -errno;
+        *ret_now = rl.rlim_cur;
+        return 0;
 }

@@ -18,6 +18,11 @@ ssize_t read_string_at(int dir_fd, const char *path, char *buf, size_t size);
 
 int fd_set_nonblock(int fd, bool nonblock);
 
+/* Raises RLIMIT_NOFILE's soft limit to its hard limit (a daemon of many sockets; nothing here uses
+ * select()). Stores the limits as they were in *ret_old_soft (may be NULL) and the soft limit now in
+ * *ret_now. 0 or -errno (the limit then unchanged, *ret_now what it is). */
+int fd_raise_nofile(unsigned long long *ret_old_soft, unsigned long long *ret_now);
+
 /* Sets FD_CLOEXEC and O_NONBLOCK (sockets handed over by systemd carry neither). 0 or -errno. */
 int fd_set_cloexec_nonblock(int fd);
 

@@ -87,6 +87,12 @@ struct Frontend {
         sd_event_source *sweep_timer;
         sd_event_source *ready_timer;
         bool listeners_held;     /* frontend_hold_listeners(): a restarted commander takes its workers back */
+        /* out of file descriptors: accepting paused, retried on a timer (frontend.c, accept_pause()) */
+        bool accept_paused;
+        bool accept_pause_told;  /* the episode was logged; an accept with room again ends it */
+        unsigned accept_pauses;  /* in the current episode */
+        sd_event_source *accept_timer;
+        int fd_high_water;       /* an accepted descriptor at or over this leaves too few for the rest */
 
         /* the rate limit of error lines (error-log.c) */
         usec_t log_window_start;

@@ -7,6 +7,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/filter.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -37,8 +39,78 @@
 /* Requests waiting for a free connection to one worker. Every guest goes to the reception, so one h2
  * client with many streams can queue thousands there; each waits with a few hundred bytes of state. */
 #define UPSTREAM_QUEUE_MAX 16384U
+/* Out of descriptors, accept() fails at once, and a level-triggered listener would be retried in a busy
+ * loop: the listeners pause for this long instead, and what is open is served meanwhile. */
+#define ACCEPT_PAUSE (250 * USEC_PER_MSEC)
 
 /* ---- listeners ---- */
+
+/* Whether l accepts now: not held while workers are taken back, not waiting for the first worker, not
+ * paused for lack of descriptors. */
+static bool listener_may_accept(const Frontend *fe, const Listener *l) {
+        return !fe->listeners_held && !fe->accept_paused && !(l->waited && fe->ready_timer);
+}
+
+static void listeners_update(Frontend *fe) {
+        for (size_t i = 0; i < fe->n_listeners; i++)
+                (void) sd_event_source_set_enabled(fe->listeners[i].io,
+                                                   listener_may_accept(fe, &fe->listeners[i]) ? SD_EVENT_ON : SD_EVENT_OFF);
+}
+
+static int on_accept_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Frontend *fe = userdata;
+
+        fe->accept_paused = false;
+        listeners_update(fe);
+        return 0;
+}
+
+/* Said once per episode: while descriptors stay short, the pauses repeat without a line each. */
+static void accept_pause(Frontend *fe, const char *why) {
+        int r;
+
+        if (fe->accept_paused)
+                return;
+        fe->accept_paused = true;
+        fe->accept_pauses++;
+        listeners_update(fe);
+        if (!fe->accept_pause_told) {
+                fe->accept_pause_told = true;
+                log_warning("Out of file descriptors (%s, %u client connections open): accepting paused, "
+                            "retried every %llu ms; open connections are served meanwhile",
+                            why, fe->n_connections, (unsigned long long) (ACCEPT_PAUSE / USEC_PER_MSEC));
+        }
+        if (fe->accept_timer)
+                r = sd_event_source_set_time_relative(fe->accept_timer, ACCEPT_PAUSE);
+        else
+                r = sd_event_add_time_relative(fe->event, &fe->accept_timer, CLOCK_MONOTONIC, ACCEPT_PAUSE,
+                                               10 * USEC_PER_MSEC, on_accept_timer, fe);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(fe->accept_timer, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                /* no way back from a pause without its timer: then no pause */
+                log_warning_errno(r, "Failed to arm the accept pause timer, accepting again at once: %m");
+                on_accept_timer(NULL, 0, fe);
+        }
+}
+
+static void accept_episode_end(Frontend *fe) {
+        if (!fe->accept_pause_told)
+                return;
+        log_info("Accepting again after %u pauses for lack of file descriptors", fe->accept_pauses);
+        fe->accept_pause_told = false;
+        fe->accept_pauses = 0;
+}
+
+/* Reserved for worker connections, channels and files: a quarter of the limit, read once. */
+static void compute_fd_high_water(Frontend *fe) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT_MAX)
+                fe->fd_high_water = INT_MAX;
+        else
+                fe->fd_high_water = (int) (rl.rlim_cur - MAX(rl.rlim_cur / 4, (rlim_t) 16));
+}
 
 /* Accepts one connection from a listener. 1 when one was taken (or refused past max_connections), 0 when
  * none is waiting or accept() failed (logged). */
@@ -51,13 +123,22 @@ static int accept_one(Frontend *fe, int fd) {
                 if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
                         return 0;
                 if (errno == EMFILE || errno == ENFILE) {
-                        frontend_log_client_error(fe, "accept() failed: %s (raise LimitNOFILE=)",
-                                                  strerror(errno));
+                        accept_pause(fe, errno == EMFILE ? "the process limit, raise LimitNOFILE=" :
+                                                           "the system's limit, fs.file-max");
                         return 0;
                 }
                 log_warning_errno(errno, "accept() failed: %m");
                 return 0;
         }
+        /* descriptors are numbered lowest free first: one this high means the table is nearly full, and
+         * the connections already open need the rest for their worker connections */
+        if (fe->fd_high_water > 0 && c >= fe->fd_high_water) {
+                fe->rejected_connections++;
+                safe_close(c);
+                accept_pause(fe, "a quarter of the limit is kept for worker connections");
+                return 0;
+        }
+        accept_episode_end(fe);
         if (fe->n_connections >= fe->config->max_connections) {
                 fe->rejected_connections++;
                 frontend_log_client_error(fe, "Refused a connection: max_connections=%u reached",
@@ -132,7 +213,7 @@ static int add_listener(Frontend *fe, int fd, const char *address, bool ours, bo
         r = sd_event_add_io(fe->event, &l->io, fd, EPOLLIN, on_accept, fe);
         if (r < 0)
                 return r;
-        if (waited || fe->listeners_held) {
+        if (waited || !listener_may_accept(fe, l)) {
                 r = sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
                 if (r < 0)
                         return r;
@@ -151,9 +232,7 @@ static void listeners_start(Frontend *fe, const char *why) {
         if (!fe->ready_timer || fe->listeners_held)
                 return;
         fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);
-        for (size_t i = 0; i < fe->n_listeners; i++)
-                if (fe->listeners[i].waited)
-                        (void) sd_event_source_set_enabled(fe->listeners[i].io, SD_EVENT_ON);
+        listeners_update(fe);
         log_info("Accepting on the sockets handed over by systemd: %s", why);
 }
 
@@ -181,15 +260,13 @@ static void listeners_defer(Frontend *fe) {
         if (r < 0) {
                 /* no bound on the wait: then no wait */
                 log_warning_errno(r, "Failed to arm the first-worker timer, accepting at once: %m");
-                for (size_t i = 0; i < fe->n_listeners; i++)
-                        (void) sd_event_source_set_enabled(fe->listeners[i].io, SD_EVENT_ON);
+                listeners_update(fe);
         }
 }
 
 void frontend_hold_listeners(Frontend *fe) {
         fe->listeners_held = true;
-        for (size_t i = 0; i < fe->n_listeners; i++)
-                (void) sd_event_source_set_enabled(fe->listeners[i].io, SD_EVENT_OFF);
+        listeners_update(fe);
         log_info("Listeners held: clients wait in their queues until the workers taken back announced their "
                  "users");
 }
@@ -199,8 +276,7 @@ void frontend_release_listeners(Frontend *fe, const char *why) {
                 return;
         fe->listeners_held = false;
         fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);
-        for (size_t i = 0; i < fe->n_listeners; i++)
-                (void) sd_event_source_set_enabled(fe->listeners[i].io, SD_EVENT_ON);
+        listeners_update(fe);
         log_info("Accepting again: %s", why);
 }
 
@@ -611,6 +687,7 @@ int frontend_new(const FrontendOptions *o, Frontend **ret) {
         r = load_trusted(fe);
         if (r < 0)
                 goto fail;
+        compute_fd_high_water(fe);
         r = open_listeners(fe, o);
         if (r < 0)
                 goto fail;
@@ -649,6 +726,7 @@ Frontend *frontend_free(Frontend *fe) {
         fe->shutdown_deadline = sd_event_source_disable_unref(fe->shutdown_deadline);
         fe->sweep_timer = sd_event_source_disable_unref(fe->sweep_timer);
         fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);
+        fe->accept_timer = sd_event_source_disable_unref(fe->accept_timer);
         free(fe->trusted);
         free(fe->state_dir);
         free(fe);
