@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -208,11 +209,30 @@ static void test_fd_set_cloexec_nonblock(void **state) {
         assert_int_equal(fd_set_cloexec_nonblock(-1), -EBADF);
 }
 
+static void test_fd_raise_nofile_to_hard(void **state) {
+        unsigned long long old, now;
+        struct rlimit rl, low;
+
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        if (rl.rlim_max < 64)
+                skip();
+        low = (struct rlimit) { .rlim_cur = 32, .rlim_max = rl.rlim_max };
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+        assert_int_equal(fd_raise_nofile(&old, &now), 0);
+        assert_int_equal(old, 32);
+        assert_int_equal(now, rl.rlim_max);
+        /* already there: nothing to do, nothing fails */
+        assert_int_equal(fd_raise_nofile(&old, &now), 0);
+        assert_int_equal(old, rl.rlim_max);
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_loop_write_small_socket_buffer),
                 cmocka_unit_test(test_loop_write_nonblocking_waits),
                 cmocka_unit_test(test_loop_write_peer_gone),
+                cmocka_unit_test(test_fd_raise_nofile_to_hard),
                 cmocka_unit_test(test_pread_string_fits),
                 cmocka_unit_test(test_pread_string_efbig),
                 cmocka_unit_test(test_pread_string_empty_and_errors),
