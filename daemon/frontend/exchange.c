@@ -98,8 +98,9 @@ static bool peer_trusted(const Frontend *fe, const struct sockaddr_storage *peer
 static void resolve_proto(Frontend *fe, Exchange *x) {
         const HeaderField *f = header_find(x->req.fields, x->req.n_fields, "x-forwarded-proto");
 
-        x->via_tls_proxy = f && f->value_len == 5 && strncasecmp(f->value, "https", 5) == 0 &&
-                           peer_trusted(fe, &x->peer);
+        /* without trusted_proxies nobody is: no walk of the list per request */
+        x->peer_trusted = (fe->n_trusted > 0 || fe->trust_unix) && peer_trusted(fe, &x->peer);
+        x->via_tls_proxy = f && f->value_len == 5 && strncasecmp(f->value, "https", 5) == 0 && x->peer_trusted;
 }
 
 /* ---- the client side's calls ---- */

@@ -134,6 +134,7 @@ struct Exchange {
         RequestHead req;
         struct sockaddr_storage peer; /* the client's address, for X-Forwarded-For */
         bool via_tls_proxy;        /* trusted X-Forwarded-Proto: https */
+        bool peer_trusted;         /* the peer is in trusted_proxies: its Forwarded goes on to the worker */
         char id[33];               /* X-Request-Id: kept from a trusted/valid client value or generated */
         char key[20];              /* unique key of the open-requests dict (client ids may repeat) */
         usec_t started;

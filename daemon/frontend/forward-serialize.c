@@ -19,14 +19,16 @@ typedef struct Name {
 #define NAME(s) { s, sizeof(s) - 1 }
 
 /* Never forwarded to a worker: hop-by-hop fields (RFC 9110 7.6.1 and the usual proxy ones), Expect
- * (the front end answers 100-continue itself), and everything we write ourselves. */
+ * (the front end answers 100-continue itself), everything we write ourselves, and Elastic-Pool-User,
+ * which only a worker says. Compared with '_' read as '-' (name_is_folded()): CGI, WSGI, Rack and PHP
+ * map both to the same HTTP_X_ELASTIC_POOL_USER, so X_Elastic_Pool_User would pass for ours. */
 static const Name request_dropped[] = {
         NAME("connection"),      NAME("keep-alive"),          NAME("proxy-connection"),
         NAME("te"),              NAME("trailer"),             NAME("transfer-encoding"),
         NAME("upgrade"),         NAME("proxy-authorization"), NAME("proxy-authenticate"),
         NAME("http2-settings"),  NAME("expect"),              NAME("host"),
         NAME("content-length"),  NAME("x-elastic-pool-user"), NAME("x-forwarded-proto"),
-        NAME("x-request-id"),
+        NAME("x-request-id"),    NAME("elastic-pool-user"),
 };
 
 /* Never passed back to the client: hop-by-hop fields and framing (which travels in ResponseHead). */
@@ -41,6 +43,7 @@ static const Name name_connection = NAME("connection");
 static const Name name_cookie = NAME("cookie");
 static const Name name_xff = NAME("x-forwarded-for");
 static const Name name_user = NAME("elastic-pool-user");
+static const Name name_forwarded = NAME("forwarded");
 
 typedef struct Writer {
         char *buf;
@@ -84,6 +87,23 @@ static bool name_is(const char *n, size_t len, const Name *want) {
 static bool name_in(const char *n, size_t len, const Name *set, size_t n_set) {
         for (size_t i = 0; i < n_set; i++)
                 if (name_is(n, len, set + i))
+                        return true;
+        return false;
+}
+
+/* name_is() with '_' read as '-': the names gateways turn into the same variable. */
+static bool name_is_folded(const char *n, size_t len, const Name *want) {
+        if (len != want->len)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if ((n[i] == '_' ? '-' : lower(n[i])) != want->s[i])
+                        return false;
+        return true;
+}
+
+static bool name_in_folded(const char *n, size_t len, const Name *set, size_t n_set) {
+        for (size_t i = 0; i < n_set; i++)
+                if (name_is_folded(n, len, set + i))
                         return true;
         return false;
 }
@@ -303,8 +323,12 @@ static int put_fields(Writer *w, const Exchange *x, const char *cookie_name) {
                         }
                         continue;
                 }
-                if (name_is(name, name_len, &name_xff) ||
-                    name_in(name, name_len, request_dropped, ELEMENTSOF(request_dropped)))
+                /* X-Forwarded-For is written after the fields, the client's own first */
+                if (name_is_folded(name, name_len, &name_xff) ||
+                    name_in_folded(name, name_len, request_dropped, ELEMENTSOF(request_dropped)))
+                        continue;
+                /* RFC 7239, like X-Forwarded-Proto: believed only from trusted_proxies */
+                if (name_is(name, name_len, &name_forwarded) && !x->peer_trusted)
                         continue;
                 if (has_connection && listed_in_connection(fields, n, name, name_len))
                         continue;

@@ -103,6 +103,7 @@ typedef struct SerializeCase {
         const char *fields[24][2];
         const char *peer;
         bool tls;
+        bool trusted; /* the peer is in trusted_proxies */
         const char *id, *user;
         int body; /* 0 none, 1 content-length, 2 unknown length */
         uint64_t content_length;
@@ -168,6 +169,30 @@ static const SerializeCase serialize_cases[] = {
                             "X-Forwarded-For: 203.0.113.9, 198.51.100.1, 2001:db8::5\r\n"
                             "X-Forwarded-Proto: https\r\nX-Request-Id: r5\r\n"
                             "X-Elastic-Pool-User: alice\r\n\r\n",
+        },
+        {
+                /* issue 16: CGI/WSGI/PHP map '-' and '_' to the same variable */
+                .name = "reserved names spelled with '_' are dropped like the real ones",
+                .method = "GET", .target = "/", .authority = "app.test",
+                .fields = { { "X_Elastic_Pool_User", "admin" }, { "x-elastic_pool-user", "root" },
+                            { "Elastic_Pool_User", "eve" }, { "Elastic-Pool-User", "eve" },
+                            { "X_Forwarded_Proto", "https" }, { "X_Forwarded_For", "10.0.0.1" },
+                            { "x_request_id", "mine" }, { "Content_Length", "5" }, { "Transfer_Encoding", "chunked" },
+                            { "X_Keep_Me", "yes" }, { "Forwarded", "for=10.0.0.1;proto=https" } },
+                .peer = "192.0.2.7", .id = "r5b", .user = "alice",
+                .expected = "GET / HTTP/1.1\r\nHost: app.test\r\nX_Keep_Me: yes\r\n"
+                            "X-Forwarded-For: 192.0.2.7\r\n"
+                            "X-Forwarded-Proto: http\r\nX-Request-Id: r5b\r\n"
+                            "X-Elastic-Pool-User: alice\r\n\r\n",
+        },
+        {
+                .name = "Forwarded from a trusted proxy goes on",
+                .method = "GET", .target = "/", .authority = "app.test",
+                .fields = { { "Forwarded", "for=10.0.0.1;proto=https" } },
+                .peer = "192.0.2.7", .trusted = true, .id = "r5c",
+                .expected = "GET / HTTP/1.1\r\nHost: app.test\r\nForwarded: for=10.0.0.1;proto=https\r\n"
+                            "X-Forwarded-For: 192.0.2.7\r\n"
+                            "X-Forwarded-Proto: http\r\nX-Request-Id: r5c\r\n\r\n",
         },
         {
                 .name = "IPv4-mapped peer written as IPv4",
@@ -242,6 +267,7 @@ static void case_exchange(FakeExchange *f, const SerializeCase *c) {
                 assert_int_equal(inet_pton(AF_INET, c->peer, &sin->sin_addr), 1);
         }
         f->x.via_tls_proxy = c->tls;
+        f->x.peer_trusted = c->trusted;
         (void) snprintf(f->x.id, sizeof(f->x.id), "%s", strempty(c->id));
         f->x.user = (char *) c->user;
         if (c->body) {
