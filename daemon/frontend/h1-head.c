@@ -385,43 +385,6 @@ bool h1_list_has(const char *v, size_t n, const char *token) {
         return false;
 }
 
-static bool is_unreserved_or_sub_delim(char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               strchr("-._~%!$&'()*+,;=", c) != NULL;
-}
-
-static bool port_valid(const char *p, size_t n) {
-        if (n > 5)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (p[i] < '0' || p[i] > '9')
-                        return false;
-        return true;
-}
-
-bool h1_authority_valid(const char *p, size_t n) {
-        size_t i = 0;
-
-        if (n == 0)
-                return true;
-        if (p[0] == '[') {
-                for (i = 1; i < n && p[i] != ']'; i++)
-                        if (p[i] == 0 || !(is_unreserved_or_sub_delim(p[i]) || p[i] == ':'))
-                                return false;
-                if (i >= n || i == 1)
-                        return false;
-                i++; /* ']' */
-        } else
-                for (; i < n && p[i] != ':'; i++)
-                        if (p[i] == 0 || !is_unreserved_or_sub_delim(p[i]))
-                                return false;
-        if (i == n)
-                return true;
-        if (p[i] != ':')
-                return false;
-        return port_valid(p + i + 1, n - i - 1);
-}
-
 static int base64url_value(char c) {
         if (c >= 'A' && c <= 'Z')
                 return c - 'A';

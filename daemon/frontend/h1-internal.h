@@ -19,6 +19,7 @@
 #include "exchange.h"
 #include "connection.h"
 #include "error-log.h"
+#include "request-check.h"
 #include "time-util.h"
 
 /* ---- The head pre-scan --------------------------------------------------------------------------
@@ -124,9 +125,10 @@ bool h1_list_has(const char *v, size_t n, const char *token);
 /* Case-insensitive equality of a counted string and a C string. */
 bool h1_str_eq(const char *s, size_t n, const char *lit);
 
-/* A Host value or absolute-form authority: host [":" port] with host a reg-name, IPv4 or an IP-literal
- * in brackets; no userinfo, no path, no whitespace. Empty is valid (RFC 9112 3.2). */
-bool h1_authority_valid(const char *p, size_t n);
+/* A Host value or absolute-form authority (request-check.h, shared with the h2 side). */
+static inline bool h1_authority_valid(const char *p, size_t n) {
+        return request_authority_valid(p, n);
+}
 
 /* Decodes HTTP2-Settings (token68, base64url, padding optional; RFC 9113 3.2.1, RFC 7540 3.2.1) into
  * out. Returns the decoded length, -EINVAL for a character outside base64url, a bad length or a

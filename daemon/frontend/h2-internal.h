@@ -78,6 +78,8 @@ struct Stream {
         bool headers_done;
         bool protocol_websocket; /* :protocol websocket: an extended CONNECT (RFC 8441) */
         bool protocol_other;     /* :protocol with anything else */
+        bool scheme_other;       /* :scheme neither http nor https */
+        bool authority_given;    /* :authority came (host then is not the authority) */
         bool pending;
         bool request_ended; /* END_STREAM received */
         bool body_dropped;  /* the exchange no longer wants body bytes */

@@ -15,6 +15,7 @@
 #include "h2-internal.h"
 #include "log.h"
 #include "macro.h"
+#include "request-check.h"
 
 /* A per-loop pool (thread-local: one front-end loop per thread later) of stream objects, so a request in
  * steady state costs no malloc beyond the router's Exchange and nghttp2's own stream. */
@@ -146,6 +147,11 @@ int h2_stream_add_header(Stream *s, const uint8_t *name, size_t namelen, const u
                 } else if (bytes_eq(name, namelen, ":authority")) {
                         s->req.authority = v;
                         s->req.authority_len = valuelen;
+                        s->authority_given = true;
+                } else if (bytes_eq(name, namelen, ":scheme")) {
+                        /* checked once the head is complete, like the rest; cleartext or not, what
+                         * is not http(s) is not for a worker behind us */
+                        s->scheme_other = !request_scheme_valid(v, valuelen);
                 } else if (bytes_eq(name, namelen, ":protocol")) {
                         /* nghttp2 lets it through only on a CONNECT, and only once we announced
                          * SETTINGS_ENABLE_CONNECT_PROTOCOL */
@@ -154,7 +160,6 @@ int h2_stream_add_header(Stream *s, const uint8_t *name, size_t namelen, const u
                         else
                                 s->protocol_other = true;
                 }
-                /* :scheme says nothing we use (this listener is cleartext). */
                 return 0;
         }
 
@@ -249,6 +254,23 @@ static void consume_stream(Stream *s, size_t n) {
                 (void) nghttp2_session_consume_stream(s->conn->session, s->id, n);
 }
 
+/* The HTTP/1.1 side's rules for the request line and Host (request-check.h): what one protocol refuses
+ * is not forwarded over the other. */
+static void check_names(Stream *s) {
+        bool options = bytes_eq((const uint8_t *) s->req.method, s->req.method_len, "OPTIONS");
+
+        if (!request_target_valid(s->req.target, s->req.target_len, options)) {
+                s->reject_status = 400;
+                s->reject_reason = "invalid :path";
+        } else if (s->req.authority && !request_authority_valid(s->req.authority, s->req.authority_len)) {
+                s->reject_status = 400;
+                s->reject_reason = s->authority_given ? "invalid :authority" : "invalid host field";
+        } else if (s->scheme_other) {
+                s->reject_status = 400;
+                s->reject_reason = ":scheme other than http or https";
+        }
+}
+
 void h2_stream_headers_complete(Stream *s) {
         H2Connection *c = s->conn;
 
@@ -284,6 +306,8 @@ void h2_stream_headers_complete(Stream *s) {
                                                  NGHTTP2_PROTOCOL_ERROR);
                 return;
         }
+        if (!s->reject_status)
+                check_names(s);
         if (!s->reject_status && c->max_body_size > 0 && s->req.has_content_length &&
             s->req.content_length > c->max_body_size) {
                 s->reject_status = 413;

@@ -31,6 +31,7 @@ def main():
     ap.add_argument("--method", default="GET")
     ap.add_argument("--path", default="/")
     ap.add_argument("--authority", default="")
+    ap.add_argument("--scheme", default="http")
     ap.add_argument("-H", dest="headers", action="append", default=[])
     ap.add_argument("--body-bytes", type=int, default=-1)
     ap.add_argument("--no-length", action="store_true")
@@ -53,7 +54,7 @@ def main():
     conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 24})
     conn.increment_flow_control_window(1 << 24)
 
-    fields = [(":method", args.method), (":scheme", "http"), (":path", args.path),
+    fields = [(":method", args.method), (":scheme", args.scheme), (":path", args.path),
               (":authority", args.authority or args.address)]
     for h in args.headers:
         name, _, value = h.partition(":")
