@@ -62,7 +62,8 @@ void h2_schedule_flush(H2Connection *c) {
  * request's header block starts and ends one); the timer is moved once, when the event is settled. */
 void h2_arm_timer(H2Connection *c) {
         usec_t t =
-                MIN(MIN(c->idle_deadline, c->header_deadline), MIN(c->shutdown_deadline, c->close_deadline));
+                MIN(MIN(MIN(c->idle_deadline, c->header_deadline), MIN(c->shutdown_deadline, c->close_deadline)),
+                    c->settings_deadline);
 
         if (!c->timer || t == c->timer_at)
                 return;
@@ -86,6 +87,15 @@ void h2_idle_update(H2Connection *c) {
 void h2_header_timer_start(H2Connection *c, Stream *s) {
         c->header_stream = s;
         c->header_deadline = h2_now(c) + c->header_timeout;
+}
+
+void h2_settings_seen(H2Connection *c, bool ack) {
+        if (ack)
+                c->settings_acked = true;
+        else
+                c->settings_received = true;
+        if (c->settings_received && c->settings_acked)
+                c->settings_deadline = USEC_INFINITY; /* the timer moves when the event is settled */
 }
 
 void h2_header_timer_stop(H2Connection *c) {
@@ -406,6 +416,15 @@ static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
                              "stream %" PRIi32 " incomplete after %s", s->id,
                              format_timespan(buf, sizeof(buf), c->header_timeout));
         }
+        if (now >= c->settings_deadline) {
+                /* RFC 9113 6.5.3 names this error; a peer that cannot finish the handshake in the time a
+                 * request head gets holds a connection for nothing */
+                c->settings_deadline = USEC_INFINITY;
+                h2_terminate(c, true, NGHTTP2_SETTINGS_TIMEOUT, "settings timeout", "%s within %s",
+                             !c->settings_received ? "no SETTINGS from the client" :
+                                                     "our SETTINGS not acknowledged",
+                             format_timespan(buf, sizeof(buf), c->header_timeout));
+        }
         if (now >= c->shutdown_deadline)
                 h2_shutdown_final(c);
         if (now >= c->idle_deadline && c->n_streams == 0)
@@ -506,6 +525,7 @@ static int conn_new(Frontend *fe, int fd, const struct sockaddr_storage *peer, H
         c->websocket = cfg && cfg->websocket;
         c->header_deadline = c->shutdown_deadline = c->close_deadline = USEC_INFINITY;
         c->idle_deadline = h2_now(c) + c->idle_timeout;
+        c->settings_deadline = h2_now(c) + c->header_timeout;
         h2_guard_init(&c->guard, h2_now(c));
 
         r = -ENOMEM;
@@ -540,11 +560,11 @@ static int conn_new(Frontend *fe, int fd, const struct sockaddr_storage *peer, H
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(c->defer, SD_EVENT_OFF);
-        r = sd_event_add_time(c->event, &c->timer, CLOCK_MONOTONIC, c->idle_deadline, 0, on_timer, c);
+        c->timer_at = MIN(c->idle_deadline, c->settings_deadline);
+        r = sd_event_add_time(c->event, &c->timer, CLOCK_MONOTONIC, c->timer_at, 0, on_timer, c);
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
-        c->timer_at = c->idle_deadline;
 
         *ret = c;
         return 0;

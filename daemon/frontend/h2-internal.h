@@ -144,6 +144,9 @@ struct H2Connection {
         bool websocket;    /* extended CONNECT announced (SETTINGS_ENABLE_CONNECT_PROTOCOL) */
 
         usec_t idle_deadline, header_deadline, shutdown_deadline, close_deadline;
+        /* the SETTINGS exchange (the client's, and its ACK of ours) must end within header_timeout */
+        usec_t settings_deadline;
+        bool settings_received, settings_acked;
         usec_t timer_at; /* what the timer is set to (USEC_INFINITY: off) */
         unsigned refused_in_a_row;
         H2Guard guard;
@@ -177,6 +180,8 @@ void h2_flooded(H2Connection *c);
 void h2_idle_update(H2Connection *c);
 void h2_header_timer_start(H2Connection *c, Stream *s);
 void h2_header_timer_stop(H2Connection *c);
+/* A SETTINGS frame came (ack: the client acknowledged ours); both end the handshake's deadline. */
+void h2_settings_seen(H2Connection *c, bool ack);
 /* The second GOAWAY of a graceful shutdown, with the last stream id processed. */
 void h2_shutdown_final(H2Connection *c);
 

@@ -206,6 +206,10 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
                         h2_shutdown_final(c);
                 break;
 
+        case NGHTTP2_SETTINGS:
+                h2_settings_seen(c, frame->hd.flags & NGHTTP2_FLAG_ACK);
+                break;
+
         case NGHTTP2_GOAWAY:
                 log_debug("HTTP/2 client %s sent GOAWAY %s (last stream %" PRIi32 ").", c->peer,
                           nghttp2_http2_strerror(frame->goaway.error_code), frame->goaway.last_stream_id);
