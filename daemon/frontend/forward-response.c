@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -71,6 +72,42 @@ static int on_header_value(http_parser *parser, const char *at, size_t len) {
         return 0;
 }
 
+static bool is_ows(char ch) {
+        return ch == ' ' || ch == '\t';
+}
+
+/* The only transfer coding we can frame is chunked alone: http-parser reads a body whose last coding
+ * is not chunked until the worker closes, and one with others before chunked would reach the client
+ * without them (Transfer-Encoding is hop-by-hop, so it is not passed on). Every Transfer-Encoding field
+ * together must name exactly one coding: chunked. */
+static bool transfer_coding_is_chunked(const Connection *c) {
+        unsigned codings = 0;
+
+        for (size_t i = 0; i < c->n_hf; i++) {
+                const char *v = c->in + c->hf[i].value_off;
+                size_t n = c->hf[i].value_len;
+
+                if (c->hf[i].name_len != 17 || strncasecmp(c->in + c->hf[i].name_off, "transfer-encoding", 17) != 0)
+                        continue;
+                for (size_t k = 0; k <= n;) {
+                        size_t end = k, a, b;
+                        while (end < n && v[end] != ',')
+                                end++;
+                        for (a = k; a < end && is_ows(v[a]); a++)
+                                ;
+                        for (b = end; b > a && is_ows(v[b - 1]); b--)
+                                ;
+                        if (b > a) { /* empty list elements do not count (RFC 9110 5.6.1) */
+                                if (b - a != 7 || strncasecmp(v + a, "chunked", 7) != 0)
+                                        return false;
+                                codings++;
+                        }
+                        k = end + 1;
+                }
+        }
+        return codings == 1;
+}
+
 static int on_headers_complete(http_parser *parser) {
         Connection *c = parser->data;
         unsigned status = parser->status_code;
@@ -94,6 +131,12 @@ static int on_headers_complete(http_parser *parser) {
                 /* 100 Continue (we answered the client's Expect ourselves), 102, 103: swallowed */
                 c->interim = true;
                 return 1;
+        }
+        /* uses_transfer_encoding: set by http-parser (2.9.3 and later) when the head had the field, so
+         * the plain path (Content-Length) walks no field for it */
+        if (parser->uses_transfer_encoding && !transfer_coding_is_chunked(c)) {
+                c->parse_error = "a transfer coding other than chunked alone";
+                return -1;
         }
         c->status = status;
         c->skip_body = c->up.x->req.head_method || status == 204 || status == 304;

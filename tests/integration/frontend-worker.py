@@ -15,6 +15,9 @@ counted (X-Body-Bytes in the answer), except:
   /login?user=U    answers with Elastic-Pool-User: U; /logout with Elastic-Pool-User: -
   /garbage         answers with bytes that are no HTTP response, and keeps the connection open
   /badhead         answers with a header field containing a bare CR, and keeps the connection open
+  /te-gzip         answers "Transfer-Encoding: chunked, gzip" (a coding after chunked), keeps the connection
+  /te-two          answers "Transfer-Encoding: gzip" and "Transfer-Encoding: chunked", keeps the connection
+  /te-chunked      answers a plain chunked body ("hello")
   /drop            closes the connection without an answer (the request read whole)
 """
 
@@ -129,6 +132,12 @@ def serve(sock, args):
                 return
             if url.path == "/badhead":
                 sock.sendall(b"HTTP/1.1 200 OK\r\nX-Bad: a\rb\r\nContent-Length: 2\r\n\r\nok")
+                continue
+            if url.path in ("/te-gzip", "/te-two", "/te-chunked"):
+                te = {"/te-gzip": b"Transfer-Encoding: chunked, gzip\r\n",
+                      "/te-two": b"Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n",
+                      "/te-chunked": b"Transfer-Encoding: chunked\r\n"}[url.path]
+                sock.sendall(b"HTTP/1.1 200 OK\r\n" + te + b"\r\n5\r\nhello\r\n0\r\n\r\n")
                 continue
             query = urllib.parse.parse_qs(url.query)
             extra = b""
