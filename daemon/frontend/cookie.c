@@ -197,6 +197,24 @@ int cookie_key_load(const char *state_dir, CookieKey *ret, char **ret_error) {
         return key_error(ret_error, -EBUSY, "%s keeps appearing and disappearing", path);
 }
 
+int cookie_key_bind(CookieKey *k, const char *group) {
+        static const char label[] = "elastic-pool cookie key"; /* its NUL separates it from the group */
+        uint8_t data[sizeof label + 256], out[COOKIE_KEY_SIZE];
+        size_t glen = strlen(group), out_len = 0;
+
+        if (glen > sizeof data - sizeof label)
+                return -EINVAL;
+        memcpy(data, label, sizeof label);
+        memcpy(data + sizeof label, group, glen);
+        if (!EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, k->key, sizeof k->key, data, sizeof label + glen, out,
+                       sizeof out, &out_len) ||
+            out_len != sizeof out)
+                return -EIO;
+        memcpy(k->key, out, sizeof k->key);
+        explicit_bzero(out, sizeof out);
+        return 0;
+}
+
 /* HMAC() fetches the algorithm, then allocates and keys a context on every call: about 1 us of every
  * request with a cookie (and of every login). A context keyed once and then only reset (EVP_MAC_init()
  * without a key keeps the one it has) costs about 0.17 us. Contexts are not shared between threads, so one

@@ -34,6 +34,11 @@ typedef struct CookieKey {
  * (NULL on -ENOMEM). */
 int cookie_key_load(const char *state_dir, CookieKey *ret, char **ret_error);
 
+/* Turns the key read from cookie.key into the key of one group: HMAC-SHA256 keyed with it over
+ * "elastic-pool cookie key", a NUL and the group's name. Two groups that share a state directory (and so
+ * cookie.key) then sign with different keys and take each other's cookies for forged ones. 0 or -EIO. */
+int cookie_key_bind(CookieKey *k, const char *group);
+
 /* Writes the cookie value for user, issued at stamp `issued` (see cookie_stamp()) and valid until
  * expires_at (seconds since the epoch), into buf (at least COOKIE_VALUE_MAX bytes). Returns the length,
  * -EINVAL for an empty or over-long user, -ENOBUFS when buf is too small. */

@@ -684,6 +684,12 @@ int frontend_new(const FrontendOptions *o, Frontend **ret) {
                                         fe->state_dir);
                 goto fail;
         }
+        /* a state directory may be shared: a cookie of another group is no cookie here */
+        r = cookie_key_bind(&fe->cookie_key, strempty(o->group));
+        if (r < 0) {
+                log_error_errno(r, "Failed to derive group %s's cookie key: %m", strempty(o->group));
+                goto fail;
+        }
         r = load_trusted(fe);
         if (r < 0)
                 goto fail;

@@ -21,12 +21,14 @@ good=$(awk '$6 == "ep_user" { print $7 }' "$EP_TMP/jar")
 IFS=. read -r user expiry issued mac <<<"$good"
 [[ -n $mac ]] || fail "cookie '$good' is not user.expiry.issued.mac"
 
-# sign USER EXPIRY[.ISSUED] KEYFILE: a cookie value as cookie.c makes it
+# sign USER EXPIRY[.ISSUED] KEYFILE: a cookie value as cookie.c makes it, with the group's key derived
+# from the file's (cookie_key_bind(): the group is start_commander's t$$)
 sign() {
         "$EP_PYTHON" -c 'import base64, hmac, hashlib, sys
 b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+key = hmac.new(open(sys.argv[3], "rb").read(), b"elastic-pool cookie key\0" + sys.argv[4].encode(), hashlib.sha256).digest()
 data = b64(sys.argv[1].encode()) + "." + sys.argv[2]
-print(data + "." + b64(hmac.new(open(sys.argv[3], "rb").read(), data.encode(), hashlib.sha256).digest()))' "$@"
+print(data + "." + b64(hmac.new(key, data.encode(), hashlib.sha256).digest()))' "$@" "t$$"
 }
 head -c 32 /dev/urandom >"$EP_TMP/other.key"
 [[ $(sign alice "$expiry.$issued" "$key") == "$good" ]] || fail "the test's signer does not match cookie.c"

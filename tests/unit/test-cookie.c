@@ -86,6 +86,24 @@ static void test_cookie_sign_verify_round_trip(void **state) {
         assert_int_equal(verify_issued(&key, buf, NOW), UINT64_MAX);
 }
 
+static void test_cookie_key_bind_groups_apart(void **state) {
+        CookieKey web = key, shop = key, web_again = key;
+        char buf[COOKIE_VALUE_MAX], got[COOKIE_USER_MAX + 1];
+
+        assert_int_equal(cookie_key_bind(&web, "web"), 0);
+        assert_int_equal(cookie_key_bind(&shop, "shop"), 0);
+        assert_int_equal(cookie_key_bind(&web_again, "web"), 0);
+        /* a function of the file's key and the group alone: a restart derives the same key */
+        assert_memory_equal(web.key, web_again.key, COOKIE_KEY_SIZE);
+        assert_memory_not_equal(web.key, shop.key, COOKIE_KEY_SIZE);
+        assert_memory_not_equal(web.key, key.key, COOKIE_KEY_SIZE);
+        /* a cookie of one group is a forgery to the other, and to the unbound file key */
+        assert_true(cookie_sign(&web, "alice", ISSUED, NOW + 60, buf, sizeof buf) > 0);
+        assert_int_equal(verify(&web, buf, NOW, got), 0);
+        assert_int_equal(verify(&shop, buf, NOW, got), -EBADMSG);
+        assert_int_equal(verify(&key, buf, NOW, got), -EBADMSG);
+}
+
 static void test_cookie_sign_base64url_edge_lengths(void **state) {
         char user[16];
 
@@ -772,6 +790,7 @@ static void test_cookie_revocations_many(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cookie_sign_verify_round_trip),
+                cmocka_unit_test(test_cookie_key_bind_groups_apart),
                 cmocka_unit_test(test_cookie_sign_base64url_edge_lengths),
                 cmocka_unit_test(test_cookie_sign_user_of_256),
                 cmocka_unit_test(test_cookie_verify_forged),
