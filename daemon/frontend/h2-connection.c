@@ -63,7 +63,7 @@ void h2_schedule_flush(H2Connection *c) {
 void h2_arm_timer(H2Connection *c) {
         usec_t t =
                 MIN(MIN(MIN(c->idle_deadline, c->header_deadline), MIN(c->shutdown_deadline, c->close_deadline)),
-                    c->settings_deadline);
+                    MIN(c->settings_deadline, c->stall_deadline));
 
         if (!c->timer || t == c->timer_at)
                 return;
@@ -87,6 +87,33 @@ void h2_idle_update(H2Connection *c) {
 void h2_header_timer_start(H2Connection *c, Stream *s) {
         c->header_stream = s;
         c->header_deadline = h2_now(c) + c->header_timeout;
+}
+
+void h2_stall_arm(H2Connection *c, usec_t since) {
+        c->stall_deadline = MIN(c->stall_deadline, since + c->idle_timeout);
+}
+
+/* A client that leaves a response unread (a window never opened, a socket not read) would hold the
+ * worker connection behind it for as long as it likes: past idle_timeout without progress, the stream is
+ * reset and its worker side released, as the HTTP/1.1 side closes a connection that stops reading. */
+static void stalls_check(H2Connection *c, usec_t now) {
+        char buf[32];
+
+        c->stall_deadline = USEC_INFINITY;
+        for (Stream *s = c->streams, *next; s; s = next) {
+                next = s->next;
+                if (!s->want_resume || !s->x)
+                        continue;
+                if (s->stalled_since + c->idle_timeout > now) {
+                        h2_stall_arm(c, s->stalled_since);
+                        continue;
+                }
+                frontend_log_client_error(c->frontend,
+                                          "HTTP/2 client %s stream %" PRIi32 ": response not read for %s, "
+                                          "resetting it (CANCEL) and closing its worker connection.",
+                                          c->peer, s->id, format_timespan(buf, sizeof(buf), c->idle_timeout));
+                h2_stream_abandon_response(s);
+        }
 }
 
 void h2_settings_seen(H2Connection *c, bool ack) {
@@ -425,6 +452,8 @@ static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
                                                      "our SETTINGS not acknowledged",
                              format_timespan(buf, sizeof(buf), c->header_timeout));
         }
+        if (now >= c->stall_deadline)
+                stalls_check(c, now);
         if (now >= c->shutdown_deadline)
                 h2_shutdown_final(c);
         if (now >= c->idle_deadline && c->n_streams == 0)
@@ -523,7 +552,7 @@ static int conn_new(Frontend *fe, int fd, const struct sockaddr_storage *peer, H
         c->header_timeout = cfg && cfg->header_timeout > 0 ? cfg->header_timeout : 10 * USEC_PER_SEC;
         c->idle_timeout = cfg && cfg->idle_timeout > 0 ? cfg->idle_timeout : 60 * USEC_PER_SEC;
         c->websocket = cfg && cfg->websocket;
-        c->header_deadline = c->shutdown_deadline = c->close_deadline = USEC_INFINITY;
+        c->header_deadline = c->shutdown_deadline = c->close_deadline = c->stall_deadline = USEC_INFINITY;
         c->idle_deadline = h2_now(c) + c->idle_timeout;
         c->settings_deadline = h2_now(c) + c->header_timeout;
         h2_guard_init(&c->guard, h2_now(c));

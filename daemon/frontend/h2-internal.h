@@ -94,6 +94,7 @@ struct Stream {
         bool eof;         /* the last response byte is in out */
         bool deferred;    /* the data provider returned NGHTTP2_ERR_DEFERRED */
         bool want_resume; /* response_body() said 1 */
+        usec_t stalled_since; /* while want_resume: when the last DATA of it went out (or the stall began) */
         bool resume_queued;
         bool response_done; /* response_end/error/abort called (or we answered) */
         bool orphan;        /* the client's stream is gone, the worker request is not */
@@ -147,6 +148,8 @@ struct H2Connection {
         /* the SETTINGS exchange (the client's, and its ACK of ours) must end within header_timeout */
         usec_t settings_deadline;
         bool settings_received, settings_acked;
+        /* the earliest a stalled stream (want_resume, no DATA out) can reach idle_timeout; lazily early */
+        usec_t stall_deadline;
         usec_t timer_at; /* what the timer is set to (USEC_INFINITY: off) */
         unsigned refused_in_a_row;
         H2Guard guard;
@@ -180,6 +183,10 @@ void h2_flooded(H2Connection *c);
 void h2_idle_update(H2Connection *c);
 void h2_header_timer_start(H2Connection *c, Stream *s);
 void h2_header_timer_stop(H2Connection *c);
+/* A stream's response stalled at since (its client does not take its DATA): its deadline is armed. */
+void h2_stall_arm(H2Connection *c, usec_t since);
+/* Resets a stalled stream (CANCEL) and frees its exchange, which closes its worker connection. */
+void h2_stream_abandon_response(Stream *s);
 /* A SETTINGS frame came (ack: the client acknowledged ours); both end the handshake's deadline. */
 void h2_settings_seen(H2Connection *c, bool ack);
 /* The second GOAWAY of a graceful shutdown, with the last stream id processed. */

@@ -268,6 +268,8 @@ int h2_stream_send_data(H2Connection *c, Stream *s, const uint8_t *framehd, size
         c->resp_buffered -= length;
         h2_wbuf_commit(c, 9 + length);
         h2_guard_credit(&c->guard, length);
+        if (s->want_resume)
+                s->stalled_since = h2_now(c); /* progress: the stall counts from here */
         budget_check(c, s);
         return 0;
 }
@@ -356,6 +358,12 @@ static void h2_stream_reset(Stream *s, uint32_t error_code) {
         (void) nghttp2_submit_rst_stream(s->conn->session, NGHTTP2_FLAG_NONE, s->id, error_code);
         s->response_done = true;
         h2_schedule_flush(s->conn);
+}
+
+void h2_stream_abandon_response(Stream *s) {
+        h2_stream_reset(s, NGHTTP2_CANCEL);
+        h2_stream_forget_response(s);
+        h2_stream_drop_exchange(s);
 }
 
 int h2_stream_respond_error(Stream *s, unsigned status, unsigned retry_after) {
@@ -496,6 +504,10 @@ static int on_response_body(Exchange *x, const void *data, size_t size) {
         }
         h2_schedule_flush(s->conn);
         if (s->out.size > H2_BODY_HIGH_WATER || s->conn->resp_buffered > H2_CONN_BODY_HIGH_WATER) {
+                if (!s->want_resume) {
+                        s->stalled_since = h2_now(s->conn);
+                        h2_stall_arm(s->conn, s->stalled_since);
+                }
                 s->want_resume = true;
                 if (s->conn->resp_buffered > H2_CONN_BODY_HIGH_WATER)
                         s->conn->resp_paused = true;
