@@ -114,7 +114,8 @@ static int send_repeated(int fd, int body_case, const uint8_t *prefix, size_t pr
                 if (v < 0x80)
                         break;
         }
-        memcpy(p + size, prefix, prefix_len);
+        if (prefix_len > 0)
+                memcpy(p + size, prefix, prefix_len);
         size += prefix_len;
         for (size_t i = 0; i < n; i++, size += unit_len)
                 memcpy(p + size, unit, unit_len);
