@@ -212,6 +212,7 @@ static const KeyInfo key_table[_CONFIG_KEY_MAX] = {
         KEY(USER_EXPIRY, "frontend", user_expiry, VALUE_DURATION, RULE_NONE),
         KEY(WEBSOCKET, "frontend", websocket, VALUE_BOOL, RULE_NONE),
         KEY(WEBSOCKET_IDLE_TIMEOUT, "frontend", websocket_idle_timeout, VALUE_DURATION, RULE_POSITIVE),
+        KEY(MIN_BODY_RATE, "frontend", min_body_rate, VALUE_SIZE, RULE_NONE),
 };
 
 static const char *const section_table[] = {"worker", "pool", "policy", "frontend"};
@@ -719,6 +720,7 @@ int config_init_defaults(Config *c) {
                 .admin_population_timeout = USEC_PER_SEC,
                 .websocket = true,
                 .websocket_idle_timeout = 600 * USEC_PER_SEC,
+                .min_body_rate = 512,
         };
 
         if (strv_consume(&c->exec, strdup(EP_DEMO_WORKER_PATH)) < 0)

@@ -96,6 +96,7 @@ typedef enum ConfigKey {
         CONFIG_KEY_USER_EXPIRY,
         CONFIG_KEY_WEBSOCKET,
         CONFIG_KEY_WEBSOCKET_IDLE_TIMEOUT,
+        CONFIG_KEY_MIN_BODY_RATE,
         _CONFIG_KEY_MAX,
         _CONFIG_KEY_INVALID = -EINVAL,
 } ConfigKey;
@@ -194,6 +195,8 @@ typedef struct Config {
         bool websocket;                      /* yes: Upgrade: websocket (h1) and extended CONNECT (h2) are
                                               * tunnelled to the worker; no: served as plain requests */
         usec_t websocket_idle_timeout;       /* 10 min: a tunnel with no byte either way is ended (1001) */
+        uint64_t min_body_rate;              /* 512 bytes/s a request body must average over each
+                                              * header_timeout; 0 = no rate, only the idle_timeout stall */
 
         /* Line of the last assignment of each key in path; 0 = not set by the file (default, or set in
          * code). Cross-key errors name these lines. */

@@ -65,6 +65,12 @@ usec_t h1_now(H1Connection *c) {
         return now;
 }
 
+/* min_body_rate is judged per window of header_timeout, from the body's start or the end of our pause. */
+static void body_window_restart(H1Connection *c) {
+        c->body_window = h1_now(c);
+        c->body_window_bytes = 0;
+}
+
 static usec_t usec_add(usec_t a, usec_t b) {
         if (a == USEC_INFINITY || b == USEC_INFINITY || b == 0 || a > USEC_INFINITY - b)
                 return USEC_INFINITY; /* a zero timeout is no timeout */
@@ -287,6 +293,7 @@ static void dispatch(H1Connection *c) {
         c->framing = H1_FRAMING_NONE;
         c->resp_paused = c->resp_short = false;
         c->state = H1_BODY;
+        body_window_restart(c);
 
         c->nesting++;
         exchange_begin(x);
@@ -413,6 +420,17 @@ static void exchange_finish(H1Connection *c) {
 
 /* ---- timers and events -------------------------------------------------------------------------- */
 
+/* A window of header_timeout is over: did the body average min_body_rate in it? Bytes buffered by a
+ * read before the head completed are not counted, which errs on the client's side by one read. */
+static bool body_too_slow(const H1Connection *c, usec_t now) {
+        uint64_t rate = c->config->min_body_rate;
+        usec_t span = now - c->body_window;
+
+        if (rate == 0 || span < c->config->header_timeout)
+                return false;
+        return c->body_window_bytes * USEC_PER_SEC < rate * span;
+}
+
 static usec_t deadline(const H1Connection *c) {
         const Config *cfg = c->config;
         usec_t d = USEC_INFINITY, idle;
@@ -440,8 +458,11 @@ static usec_t deadline(const H1Connection *c) {
                 d = MIN(d, idle);
                 break;
         case H1_BODY:
-                if (!c->body_paused && !c->read_eof)
+                if (!c->body_paused && !c->read_eof) {
                         d = MIN(d, usec_add(c->read_progress, cfg->idle_timeout));
+                        if (cfg->min_body_rate > 0)
+                                d = MIN(d, usec_add(c->body_window, cfg->header_timeout));
+                }
                 break;
         case H1_LINGER:
                 d = MIN(d, c->linger_until);
@@ -521,6 +542,7 @@ static void advance(H1Connection *c) {
                 if (c->body_resume) {
                         c->body_resume = false;
                         c->body_paused = false;
+                        body_window_restart(c); /* the pause was ours, not the client's */
                 }
                 if (c->flush_pending)
                         (void) h1_flush(c);
@@ -617,6 +639,8 @@ static void read_input(H1Connection *c) {
                 if (n > 0) {
                         c->rend += (size_t) n;
                         c->read_progress = h1_now(c);
+                        if (c->state == H1_BODY)
+                                c->body_window_bytes += (uint64_t) n;
                 } else if (n == 0) {
                         c->read_eof = true;
                         c->readable = false;
@@ -675,7 +699,14 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                                 h1_connection_close(c); /* nothing sent at all: an idle connection */
                         break;
                 case H1_BODY:
-                        h1_fail_request(c, 408, "request body stalled for idle_timeout");
+                        if (usec_add(c->read_progress, cfg->idle_timeout) <= now)
+                                h1_fail_request(c, 408, "request body stalled for idle_timeout");
+                        else if (body_too_slow(c, now))
+                                h1_fail_request(c, 408, "request body slower than min_body_rate");
+                        else {
+                                body_window_restart(c);
+                                update_timer(c);
+                        }
                         break;
                 default: /* idle keep-alive, shutdown grace, linger */
                         h1_connection_close(c);

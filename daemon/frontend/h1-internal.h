@@ -221,6 +221,9 @@ typedef struct H1Connection {
         unsigned n_requests;
 
         usec_t head_start, idle_start, read_progress, write_progress, shutdown_at, linger_until;
+        /* min_body_rate: bytes read in H1_BODY since body_window, a window of header_timeout */
+        usec_t body_window;
+        uint64_t body_window_bytes;
 
         /* input: [rpos, rend) not yet parsed; in H1_HEAD [rpos, spos) is scanned, not yet parsed */
         char *rbuf;

@@ -63,7 +63,7 @@ void h2_schedule_flush(H2Connection *c) {
 void h2_arm_timer(H2Connection *c) {
         usec_t t =
                 MIN(MIN(MIN(c->idle_deadline, c->header_deadline), MIN(c->shutdown_deadline, c->close_deadline)),
-                    MIN(c->settings_deadline, c->stall_deadline));
+                    MIN(MIN(c->settings_deadline, c->stall_deadline), c->body_deadline));
 
         if (!c->timer || t == c->timer_at)
                 return;
@@ -113,6 +113,46 @@ static void stalls_check(H2Connection *c, usec_t now) {
                                           "resetting it (CANCEL) and closing its worker connection.",
                                           c->peer, s->id, format_timespan(buf, sizeof(buf), c->idle_timeout));
                 h2_stream_abandon_response(s);
+        }
+}
+
+void h2_body_window_start(Stream *s) {
+        H2Connection *c = s->conn;
+
+        if (c->min_body_rate == 0)
+                return;
+        s->body_window = h2_now(c);
+        s->body_window_received = s->body_received;
+        c->body_deadline = MIN(c->body_deadline, s->body_window + c->header_timeout);
+}
+
+/* A body trickling a byte every few seconds never stalls, yet holds the worker connection its head
+ * went to: each window of header_timeout must bring min_body_rate on average. Windows during which we
+ * paused the body (its worker reads slowly) start over when the pause ends. */
+static void bodies_check(H2Connection *c, usec_t now) {
+        c->body_deadline = USEC_INFINITY;
+        for (Stream *s = c->streams, *next; s; s = next) {
+                uint64_t got;
+
+                next = s->next;
+                if (!s->x || s->request_ended || !s->req.has_body || s->req.websocket || s->body_paused ||
+                    s->body_dropped)
+                        continue;
+                if (s->body_window + c->header_timeout > now) {
+                        c->body_deadline = MIN(c->body_deadline, s->body_window + c->header_timeout);
+                        continue;
+                }
+                got = s->body_received - s->body_window_received;
+                if (got * USEC_PER_SEC >= c->min_body_rate * (now - s->body_window)) {
+                        h2_stream_body_window_restart(s, now);
+                        c->body_deadline = MIN(c->body_deadline, s->body_window + c->header_timeout);
+                        continue;
+                }
+                frontend_log_client_error(c->frontend,
+                                          "HTTP/2 client %s stream %" PRIi32 ": request body slower than "
+                                          "min_body_rate (%" PRIu64 " bytes in the last window), %s.",
+                                          c->peer, s->id, got, s->head_submitted ? "resetting" : "answering 408");
+                h2_stream_body_too_slow(s);
         }
 }
 
@@ -454,6 +494,8 @@ static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
         }
         if (now >= c->stall_deadline)
                 stalls_check(c, now);
+        if (now >= c->body_deadline)
+                bodies_check(c, now);
         if (now >= c->shutdown_deadline)
                 h2_shutdown_final(c);
         if (now >= c->idle_deadline && c->n_streams == 0)
@@ -553,6 +595,8 @@ static int conn_new(Frontend *fe, int fd, const struct sockaddr_storage *peer, H
         c->idle_timeout = cfg && cfg->idle_timeout > 0 ? cfg->idle_timeout : 60 * USEC_PER_SEC;
         c->websocket = cfg && cfg->websocket;
         c->header_deadline = c->shutdown_deadline = c->close_deadline = c->stall_deadline = USEC_INFINITY;
+        c->body_deadline = USEC_INFINITY;
+        c->min_body_rate = cfg ? cfg->min_body_rate : 0;
         c->idle_deadline = h2_now(c) + c->idle_timeout;
         c->settings_deadline = h2_now(c) + c->header_timeout;
         h2_guard_init(&c->guard, h2_now(c));

@@ -95,6 +95,10 @@ struct Stream {
         bool deferred;    /* the data provider returned NGHTTP2_ERR_DEFERRED */
         bool want_resume; /* response_body() said 1 */
         usec_t stalled_since; /* while want_resume: when the last DATA of it went out (or the stall began) */
+        /* min_body_rate: the window of header_timeout the request body is judged over, and body_received
+         * at its start */
+        usec_t body_window;
+        uint64_t body_window_received;
         bool resume_queued;
         bool response_done; /* response_end/error/abort called (or we answered) */
         bool orphan;        /* the client's stream is gone, the worker request is not */
@@ -150,6 +154,9 @@ struct H2Connection {
         bool settings_received, settings_acked;
         /* the earliest a stalled stream (want_resume, no DATA out) can reach idle_timeout; lazily early */
         usec_t stall_deadline;
+        /* the earliest a request body's window of header_timeout ends (min_body_rate); lazily early */
+        usec_t body_deadline;
+        uint64_t min_body_rate;
         usec_t timer_at; /* what the timer is set to (USEC_INFINITY: off) */
         unsigned refused_in_a_row;
         H2Guard guard;
@@ -183,6 +190,11 @@ void h2_flooded(H2Connection *c);
 void h2_idle_update(H2Connection *c);
 void h2_header_timer_start(H2Connection *c, Stream *s);
 void h2_header_timer_stop(H2Connection *c);
+/* A request body's rate window starts now (its head is complete, or our pause of it ended). */
+void h2_body_window_start(Stream *s);
+void h2_stream_body_window_restart(Stream *s, usec_t now);
+/* The body missed min_body_rate: exchange freed, 408 or a reset. */
+void h2_stream_body_too_slow(Stream *s);
 /* A stream's response stalled at since (its client does not take its DATA): its deadline is armed. */
 void h2_stall_arm(H2Connection *c, usec_t since);
 /* Resets a stalled stream (CANCEL) and frees its exchange, which closes its worker connection. */

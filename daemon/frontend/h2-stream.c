@@ -276,6 +276,8 @@ void h2_stream_headers_complete(Stream *s) {
 
         s->headers_done = true;
         s->req.has_body = !s->request_ended;
+        if (s->req.has_body)
+                h2_body_window_start(s);
         s->req.http_major = 2;
         s->req.http_minor = 0;
 
@@ -370,6 +372,21 @@ void h2_stream_begin(Stream *s) {
         c->busy--;
 }
 
+void h2_stream_body_window_restart(Stream *s, usec_t now) {
+        s->body_window = now;
+        s->body_window_received = s->body_received;
+}
+
+/* Like a body over max_body_size: the exchange goes (its worker connection with it), and the client
+ * gets 408, or a reset once a response began. */
+void h2_stream_body_too_slow(Stream *s) {
+        h2_stream_drop_exchange(s);
+        s->body_dropped = true;
+        consume_stream(s, s->unconsumed);
+        s->unconsumed = 0;
+        (void) h2_stream_respond_error(s, 408, 0);
+}
+
 void h2_stream_request_body(Stream *s, const uint8_t *data, size_t size) {
         H2Connection *c = s->conn;
         int r;
@@ -419,6 +436,7 @@ void h2_stream_request_resume(Stream *s) {
         consume_stream(s, s->unconsumed);
         s->unconsumed = 0;
         s->body_paused = false;
+        h2_body_window_start(s); /* the pause was ours, not the client's */
         h2_schedule_flush(s->conn);
 }
 

@@ -137,6 +137,7 @@ static void assert_config_equal(const Config *a, const Config *b) {
         config_worker_digest_parts(b, &db);
         for (ConfigWorkerPart p = CONFIG_WORKER_EXEC + 1; p < _CONFIG_WORKER_PART_MAX; p++)
                 assert_true(da.part[p] == db.part[p]);
+        assert_int_equal(a->min_body_rate, b->min_body_rate);
 }
 
 static void test_config_init_defaults_values(void **state) {
@@ -320,6 +321,7 @@ static void test_config_load_every_key(void **state) {
                 ROW(USER_EXPIRY, "frontend", user_expiry, "2h", U64, 7200 * USEC_PER_SEC),
                 ROW(WEBSOCKET, "frontend", websocket, "no", BOOL, false),
                 ROW(WEBSOCKET_IDLE_TIMEOUT, "frontend", websocket_idle_timeout, "90s", U64, 90 * USEC_PER_SEC),
+                ROW(MIN_BODY_RATE, "frontend", min_body_rate, "2K", U64, 2048),
         };
         _cleanup_free_ char *text = NULL, *error = NULL, *path = NULL;
         bool seen[_CONFIG_KEY_MAX] = {};
