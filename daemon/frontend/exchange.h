@@ -145,6 +145,7 @@ struct Exchange {
         uint64_t ticket;           /* the commander's ticket of the request's user (CommanderOps) */
         unsigned worker;           /* wN it was forwarded to; 0 before */
         Upstream *upstream;        /* the worker connection while forwarding */
+        bool on_worker;            /* its head went onto a worker connection (not merely queued for one) */
         bool request_body_done;
         bool request_body_paused;  /* the client side stopped reading body (high-water) */
         uint64_t request_body_sent;

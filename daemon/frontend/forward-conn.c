@@ -466,6 +466,7 @@ int forward_conn_attach(Connection *c, Exchange *x, usec_t started) {
         c->up.x = x;
         c->up.started = started;
         x->upstream = &c->up;
+        x->on_worker = true;
         c->body = forward_body_of(&x->req);
         c->reused = c->served > 0;
         c->retried = false;

@@ -489,8 +489,10 @@ void h2_stream_closed(Stream *s, uint32_t error_code) {
          * and counts against the connection's cap until the worker is done: otherwise a client could keep
          * any number of requests running on the pool by opening and resetting streams. A request whose
          * body is incomplete cannot finish on the worker: free it (the worker connection is closed). */
-        /* A tunnel (a WebSocket stream) is not kept: without its client it has no one to carry bytes to. */
-        if (s->x && !s->response_done && s->request_ended && !s->req.websocket &&
+        /* A tunnel (a WebSocket stream) is not kept: without its client it has no one to carry bytes to.
+         * Nor is a request still queued for a worker connection: nothing of it reached a worker, and
+         * forwarding it now would only spend a worker on an answer nobody reads. */
+        if (s->x && !s->response_done && s->request_ended && !s->req.websocket && s->x->on_worker &&
             (s->x->state == EXCHANGE_FORWARDING || s->x->state == EXCHANGE_RESPONDING)) {
                 log_debug("HTTP/2 client %s stream %" PRIi32 " closed (%s) while its request runs on w%u, "
                           "keeping it until the worker is done.",

@@ -152,6 +152,7 @@ void exchange_begin(Exchange *x) {
         fx->begun = true;
         x->state = EXCHANGE_FORWARDING;
         x->worker = 1;
+        x->on_worker = !fe->queue_begun; /* as if a worker connection took it at once, or none was free */
         fe->n_begun++;
         if (fe->on_begin)
                 fe->on_begin(x, fe->userdata);

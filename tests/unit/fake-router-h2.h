@@ -37,6 +37,8 @@ struct Frontend {
         FakeExchange *exchanges;
         unsigned n_new, n_begun, n_freed, n_live;
         unsigned n_client_errors; /* frontend_log_client_error() lines */
+        /* exchange_begin() leaves the exchange queued for a worker connection (x->on_worker false) */
+        bool queue_begun;
         /* exchange_begin(): called after the exchange is recorded and set FORWARDING. */
         void (*on_begin)(Exchange *x, void *userdata);
         void *userdata;

@@ -829,6 +829,20 @@ static void rst(Client *c, TStream *t) {
         assert_int_equal(nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, t->id, NGHTTP2_CANCEL), 0);
 }
 
+static void test_stream_closed_queued_request_dropped(void **state) {
+        Env *env = *state;
+        Client *c = connect_prior_knowledge(env);
+        TStream *t;
+
+        /* reset while it waits for a worker connection: nothing reached a worker, nothing is kept */
+        env->fe->queue_begun = true;
+        t = get(c, "/queued");
+        PUMP_UNTIL(env, env->fe->n_begun == 1);
+        rst(c, t);
+        PUMP_UNTIL(env, env->fe->n_freed == 1);
+        assert_int_equal(env->fe->n_live, 0);
+}
+
 static void test_stream_closed_orphans_count_against_cap(void **state) {
         Env *env = *state;
         Client *c;
@@ -1249,6 +1263,7 @@ int main(void) {
                 T(test_on_header_too_large_431),
                 T(test_stream_headers_complete_connect_405),
                 T(test_stream_closed_orphans_count_against_cap),
+                T(test_stream_closed_queued_request_dropped),
                 T(test_on_begin_headers_refusing_at_cap_goaway),
                 T(test_on_request_continue_sends_100),
                 T(test_response_abort_resets_stream),
