@@ -18,6 +18,8 @@ PKGS=(
         chromium prometheus
         # tests/packaging: the .deb and .rpm builds (packaging/build-*.sh) and lintian
         debhelper rpm lintian
+        # tests/vm: a throw-away Debian 12 guest (debootstrap from apt's mirror) under qemu
+        qemu-system-x86 qemu-utils debootstrap e2fsprogs xz-utils
 )
 BENCH_PKGS=(nginx-light haproxy wrk nghttp2-client valgrind linux-perf hyperfine)
 # Debian's fix for CVE-2026-27135 plus the Rapid Reset and CONTINUATION-flood backports.

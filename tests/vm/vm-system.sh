@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Intent: the .debs of this tree, installed and run as an operator would, under a real systemd PID 1 on
+# a pure cgroup v2 hierarchy: tests/vm/payload (what it checks is listed there) in a throw-away Debian 12
+# guest booted by tests/vm/ep-vm. The packages are built here first (packaging/build-deb.sh --nocheck,
+# twice: this version, and a higher one for the upgrade step).
+#
+# EP_TEST_VM: 0 skips the test; full runs the whole payload; quick stops after the journal step;
+# unset: full where the guest runs under KVM, quick under emulation (TCG), which would not fit the
+# payload's upgrade and OOM steps into the suite's time (tests/vm/README.md has the figures).
+. "$(dirname "$0")/../integration/lib.sh"
+
+case ${EP_TEST_VM:-} in
+0 | no | off) skip "EP_TEST_VM=${EP_TEST_VM} (the VM system test is switched off)" ;;
+"" | 1 | yes | quick | full) ;;
+*) fail "EP_TEST_VM=$EP_TEST_VM: 0, quick or full" ;;
+esac
+[[ ${EP_SANITIZE:-OFF} != ON ]] ||
+        skip "the guest runs the packages, built from the source tree with their own flags, not this build: the plain build's run covers it"
+need_root
+for tool in qemu-system-x86_64 qemu-img debootstrap mkfs.ext4 xz dpkg-buildpackage dh; do
+        command -v "$tool" >/dev/null || skip "needs $tool (scripts/bootstrap.sh installs it)"
+done
+avail_kib=$(df -Pk /var/tmp | awk 'NR == 2 { print $4 }')
+((avail_kib > 6 * 1024 * 1024)) || skip "less than 6 GiB free in /var/tmp for the guest image"
+
+VM=$EP_SOURCE_DIR/tests/vm/ep-vm
+accel=$("$VM" accel)
+mode=${EP_TEST_VM:-}
+case $mode in
+quick | full) ;;
+*) [[ $accel == kvm ]] && mode=full || mode=quick ;;
+esac
+note "guest under $accel, payload: $mode"
+
+# ---- the packages ----
+payload=$EP_TMP/payload
+mkdir -p "$payload/debs" "$payload/debs-upgrade"
+cp "$EP_SOURCE_DIR/tests/vm/payload" "$payload/payload"
+t0=$SECONDS
+for v in "" vmupgrade; do
+        out=$EP_TMP/build${v:+-$v}
+        log=$EP_TMP/build-deb${v:+-$v}.log
+        "$EP_SOURCE_DIR/packaging/build-deb.sh" --nocheck ${v:+--version-suffix "$v"} "$out" >"$log" 2>&1 ||
+                fail "packaging/build-deb.sh ${v:+--version-suffix $v }failed: $(tail -n 30 "$log")"
+        cp "$out"/*.deb "$payload/debs${v:+-upgrade}/"
+        rm -f "$payload/debs${v:+-upgrade}"/*-dbgsym_*.deb
+done
+note "packages built in $((SECONDS - t0)) s: $(cd "$payload" && echo debs/*.deb debs-upgrade/*.deb)"
+
+# The libcgroup measurements of docs/dependencies.md, where libcgroup-dev is installed (not needed else)
+if [[ -f /usr/include/libcgroup.h ]]; then
+        cc -O2 -Wall -o "$payload/libcgroup-probe" "$EP_SOURCE_DIR/tests/vm/libcgroup-probe.c" -lcgroup ||
+                fail "tests/vm/libcgroup-probe.c does not build"
+else
+        note "no libcgroup-dev here: the guest does not measure libcgroup"
+fi
+
+# What the packages depend on is in the guest image (the guest has no network): their Depends, less
+# each other, alternatives taken by their first name. libcgroup2 for the measurements of
+# docs/dependencies.md.
+deps=$(for d in "$payload"/debs/*.deb; do dpkg-deb -f "$d" Depends; done | tr ',' '\n' |
+        sed -E 's/\|.*//; s/\(.*\)//; s/^ +| +$//g' | grep -vE '^(elastic-pool|libelastic-pool)' | sort -u | tr '\n' ' ')
+export EP_VM_PACKAGES="$deps libcgroup2"
+
+# ---- the guest ----
+t0=$SECONDS
+rc=0
+EP_VM_TIMEOUT=${EP_VM_TIMEOUT:-840} "$VM" run "$payload" "$mode" || rc=$?
+note "guest: $((SECONDS - t0)) s in all (image build, boot, payload)"
+if [[ -n ${EP_KEEP_LOGS:-} && -d $payload/out ]]; then
+        mkdir -p "$EP_KEEP_LOGS" && cp -a "$payload/out/." "$EP_KEEP_LOGS/"
+fi
+((rc == 0)) || fail "the payload failed in the guest (exit code $rc)"
+[[ ! -s $payload/out/libcgroup.txt ]] || cp "$payload/out/libcgroup.txt" "$EP_BUILD_DIR/vm-libcgroup.txt"
+echo "PASS: vm/system ($mode, $accel)"
