@@ -112,9 +112,12 @@ static void current_path(pid_t pid) {
                 double t = now_us();
                 int r = cgroup_get_current_controller_path(pid, controllers[i], &p);
 
-                printf("current_path[%d,%s]=%d (%s) %s in %.1f us\n", (int) pid,
-                       controllers[i] ? controllers[i] : "NULL", r, r ? cgroup_strerror(r) : "ok", p ? p : "-",
-                       now_us() - t);
+                double us = now_us() - t;
+
+                /* ECGOTHER (50016) means "see cgroup_get_last_errno()" */
+                printf("current_path[%d,%s]=%d (%s, last errno %d) %s in %.1f us\n", (int) pid,
+                       controllers[i] ? controllers[i] : "NULL", r, r ? cgroup_strerror(r) : "ok",
+                       r ? cgroup_get_last_errno() : 0, p ? p : "-", us);
                 free(p);
         }
 }
