@@ -56,6 +56,12 @@ export EP_VM_PACKAGES="$deps libcgroup2"
 
 # ---- the guest ----
 VM=$EP_SOURCE_DIR/tests/vm/ep-vm
+t0=$SECONDS
+rc=0
+"$VM" image >/dev/null || rc=$?
+((rc != 3)) || skip "no guest image: the Debian mirror cannot be reached from here (debootstrap, apt)"
+((rc == 0)) || fail "tests/vm/ep-vm could not build the guest image"
+((SECONDS - t0 < 5)) || note "guest image built in $((SECONDS - t0)) s"
 accel=$("$VM" accel)
 mode=full
 [[ ${EP_TEST_VM:-} != quick ]] || mode=quick
