@@ -58,6 +58,10 @@ struct Scope {
         char *unit_prefix;  /* "elastic-pool-<group>-w": cheap filter for the JobRemoved stream */
         sd_bus_slot *job_removed_slot;
         Placement *placements;
+        /* The group slice's cgroup: its memory.events counts the OOM kills of every scope below it, and
+         * outlives them. systemd may remove a dead worker's scope before we read the scope's own count. */
+        int slice_fd;
+        uint64_t slice_oom_seen; /* the slice's oom_kill count already accounted for */
 };
 
 static bool isempty(const char *s) {
@@ -272,6 +276,19 @@ static int on_start_reply(sd_bus_message *reply, void *userdata, sd_bus_error *r
 
 /* ---- the job's end: JobRemoved, then the scope's cgroup ---- */
 
+/* The slice is the scope's parent directory: opened once, its OOM count taken as the baseline. */
+static void open_slice_cgroup(Scope *s, const char *scope_full_path) {
+        _cleanup_free_ char *parent = strdup(scope_full_path);
+        char *slash = parent ? strrchr(parent, '/') : NULL;
+
+        if (s->slice_fd >= 0 || !slash || slash == parent)
+                return;
+        *slash = 0;
+        s->slice_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (s->slice_fd >= 0)
+                (void) cgroup_read_keyed(s->slice_fd, "memory.events", "oom_kill", &s->slice_oom_seen);
+}
+
 static int open_scope_cgroup(Backend *b, Worker *w, const char *path) {
         _cleanup_free_ char *full = NULL;
         uint64_t oom = 0;
@@ -281,6 +298,7 @@ static int open_scope_cgroup(Backend *b, Worker *w, const char *path) {
                 return -ENODATA;
         if (asprintf(&full, "%s%s", b->cgroup_mount, path) < 0)
                 return -ENOMEM;
+        open_slice_cgroup(scope_from(b), full);
         fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
@@ -589,6 +607,7 @@ static int scope_discover(Backend *b, BackendFound **ret, size_t *ret_n) {
 static Scope *scope_free(Scope *s) {
         if (!s)
                 return NULL;
+        safe_close(s->slice_fd);
         while (s->placements)
                 placement_free(s->placements);
         sd_bus_slot_unref(s->job_removed_slot);
@@ -639,6 +658,7 @@ static int scope_init(Backend *b) {
         s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
+        s->slice_fd = -EBADF;
         s->backend = b;
         s->user = use_user_manager();
         slice = slice_name(b->group);
@@ -674,10 +694,12 @@ static int scope_init(Backend *b) {
         return 0;
 }
 
-/* At shutdown every worker is gone, but the slice systemd made for Slice= stays active until stopped.
- * Only an empty one is ours to stop: a populated one still holds workers (of another commander of this
- * group, or ones we could not stop), and stopping it would kill them. */
-static void stop_slice(Backend *b) {
+/* At shutdown every worker is gone, but the slice systemd made for Slice= stays active until stopped,
+ * and so do its parents: a dash in a slice name means nesting, so elastic-pool-web.slice lives in
+ * elastic-pool.slice in elastic.slice. Only an empty one is ours to stop: a populated one still holds
+ * workers (of another commander of this group or of another group, or ones we could not stop), and
+ * stopping it would kill them. */
+static void stop_slice(Backend *b, const char *slice) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ char *path = NULL, *full = NULL;
@@ -685,7 +707,7 @@ static void stop_slice(Backend *b) {
         const char *cgroup = NULL;
         int r;
 
-        r = sd_bus_path_encode(SYSTEMD_UNIT_PREFIX, b->slice, &path);
+        r = sd_bus_path_encode(SYSTEMD_UNIT_PREFIX, slice, &path);
         if (r < 0)
                 return;
         r = call_sync(b->bus, path, "org.freedesktop.DBus.Properties", "Get", &e, &reply, "ss",
@@ -693,7 +715,7 @@ static void stop_slice(Backend *b) {
         if (r >= 0)
                 r = sd_bus_message_read(reply, "v", "s", &cgroup);
         if (r < 0 || isempty(cgroup) || !b->cgroup_mount) {
-                log_debug("Not stopping %s: its cgroup is unknown (%s)", b->slice,
+                log_debug("Not stopping %s: its cgroup is unknown (%s)", slice,
                           r < 0 ? bus_error_text(&e, r) : "no cgroup");
                 return;
         }
@@ -701,14 +723,14 @@ static void stop_slice(Backend *b) {
                 return;
         fd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd >= 0 && !cgroup_is_empty(fd)) {
-                log_info("Leaving %s active: processes still run in it", b->slice);
+                log_info("Leaving %s active: processes still run in it", slice);
                 return;
         }
         sd_bus_error_free(&e);
-        r = call_sync(b->bus, SYSTEMD_PATH, SYSTEMD_MANAGER, "StopUnit", &e, NULL, "ss", b->slice,
+        r = call_sync(b->bus, SYSTEMD_PATH, SYSTEMD_MANAGER, "StopUnit", &e, NULL, "ss", slice,
                       "replace");
         if (r < 0)
-                log_debug("Failed to stop %s, ignoring: %s", b->slice, bus_error_text(&e, r));
+                log_debug("Failed to stop %s, ignoring: %s", slice, bus_error_text(&e, r));
 }
 
 static void scope_done(Backend *b) {
@@ -716,8 +738,12 @@ static void scope_done(Backend *b) {
 
         if (!s)
                 return;
-        if (s->placed_any && b->bus)
-                stop_slice(b);
+        if (s->placed_any && b->bus) {
+                /* the group's slice, then the parents its name implies, while they are empty */
+                stop_slice(b, b->slice);
+                stop_slice(b, "elastic-pool.slice");
+                stop_slice(b, "elastic.slice");
+        }
         b->data = scope_free(s);
 }
 
@@ -775,13 +801,36 @@ static void scope_release(Backend *b, Worker *w) {
         reset_failed_unit_async(b, w->place.unit);
 }
 
+/* The slice's count went up by kills nobody has accounted for: one of them is this death's (workers
+ * that die the same instant may take each other's, the count stays right). */
+static int slice_oom_kills(Scope *s, Worker *w, uint64_t *ret) {
+        uint64_t now = 0;
+
+        if (!s || s->slice_fd < 0 || cgroup_read_keyed(s->slice_fd, "memory.events", "oom_kill", &now) < 0)
+                return -ENODATA;
+        *ret = w->place.oom_kills_at_start;
+        if (now > s->slice_oom_seen) {
+                s->slice_oom_seen++;
+                (*ret)++;
+        }
+        return 0;
+}
+
 static int scope_oom_kills(Backend *b, Worker *w, uint64_t *ret) {
+        Scope *s = scope_from(b);
+        uint64_t slice = 0;
         int r;
 
         if (w->place.cgroup_fd < 0)
-                return -ENODATA;
+                return slice_oom_kills(s, w, ret);
         r = cgroup_read_keyed(w->place.cgroup_fd, "memory.events", "oom_kill", ret);
-        return r == -ENOENT ? -ENODATA : r;
+        if (r == -ENOENT || r == -ENODEV)
+                /* systemd removed the scope of the dead worker before we looked: the slice still knows */
+                return slice_oom_kills(s, w, ret);
+        if (r >= 0 && *ret > w->place.oom_kills_at_start && s && s->slice_fd >= 0 &&
+            cgroup_read_keyed(s->slice_fd, "memory.events", "oom_kill", &slice) >= 0)
+                s->slice_oom_seen = MAX(s->slice_oom_seen, MIN(slice, s->slice_oom_seen + 1));
+        return r;
 }
 
 const BackendVTable backend_scope_vtable = {
