@@ -16,22 +16,7 @@ need_cmd cmake curl
 VARIANT=system
 . "$(dirname "$0")/../system/unit-lib.sh"
 HELPER=$EP_SOURCE_DIR/packaging/restart-groups.sh
-cat >"$conf" <<CONF
-[worker]
-exec = $WORKER
-
-[pool]
-backend = scope
-min_workers = 2
-max_workers = 2
-spawn_timeout = 20s
-stop_timeout = 5s
-adopt_timeout = 20s
-
-[frontend]
-listen = 127.0.0.1:$PORT
-CONF
-URL=http://127.0.0.1:$PORT
+write_group_conf adopt_timeout=20s
 
 worker_pids() {
         local n

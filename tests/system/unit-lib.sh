@@ -72,3 +72,27 @@ if [[ ${EP_SANITIZE:-} == ON ]]; then
 fi
 ucl daemon-reload
 
+
+# write_group_conf [KEY=VALUE...]: the group's configuration the unit tests run: two scope workers of the
+# demo worker, the front end on 127.0.0.1:$PORT; each KEY=VALUE is added to [pool]. Sets URL.
+write_group_conf() {
+        local kv extra=""
+        for kv in "$@"; do
+                extra+="${kv%%=*} = ${kv#*=}"$'\n'
+        done
+        cat >"$conf" <<CONF
+[worker]
+exec = $WORKER
+
+[pool]
+backend = scope
+min_workers = 2
+max_workers = 2
+spawn_timeout = 20s
+stop_timeout = 5s
+$extra
+[frontend]
+listen = 127.0.0.1:$PORT
+CONF
+        URL=http://127.0.0.1:$PORT
+}

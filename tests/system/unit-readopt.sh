@@ -15,22 +15,7 @@ need_cmd cmake curl
 [[ -x $EP_PYTHON ]] || skip "needs $EP_PYTHON"
 VARIANT=system
 . "$(dirname "$0")/unit-lib.sh"
-cat >"$conf" <<CONF
-[worker]
-exec = $WORKER
-
-[pool]
-backend = scope
-min_workers = 2
-max_workers = 2
-spawn_timeout = 20s
-stop_timeout = 5s
-adopt_timeout = 20s
-
-[frontend]
-listen = 127.0.0.1:$PORT
-CONF
-URL=http://127.0.0.1:$PORT
+write_group_conf adopt_timeout=20s
 CURL=(curl -s --noproxy '*' --max-time 20)
 journal() { journalctl --no-pager -o cat "_SYSTEMD_USER_UNIT=$UNIT" 2>/dev/null; }
 

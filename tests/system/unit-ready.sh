@@ -22,20 +22,7 @@ need_cmd cmake curl
 VARIANT=${1:-system}
 
 . "$(dirname "$0")/unit-lib.sh"
-cat >"$conf" <<CONF
-[worker]
-exec = $WORKER
-
-[pool]
-backend = scope
-min_workers = 2
-max_workers = 2
-spawn_timeout = 20s
-stop_timeout = 5s
-
-[frontend]
-listen = 127.0.0.1:$PORT
-CONF
+write_group_conf
 
 # ---- start: systemctl returns when READY=1 came (Type=notify) ----
 t0=$(date +%s%N)
