@@ -16,6 +16,7 @@
 
 #include "cleanup.h"
 #include "config-worker.h"
+#include "fd-util.h"
 #include "journal-ids.h"
 #include "log.h"
 #include "macro.h"
@@ -382,6 +383,7 @@ static int start_child(Pool *p, Worker *w, int theirs, int cgroup_fd, char *what
                 /* scopes and leaves outlive us for the next commander to take back (readopt); plain
                  * processes cannot be told from others after us, so they die with us */
                 .death_signal = p->config->readopt && p->backend->vtable->kind != BACKEND_NONE ? 0 : SIGKILL,
+                .nofile_soft = fd_nofile_original_soft(),
                 .working_directory = p->config->working_directory,
                 .set_identity = switch_ids,
                 .uid = id->uid,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -231,6 +232,15 @@ static _noreturn_ void child_exec(const SpawnRequest *req, pid_t parent, bool in
                 *out = 0;
         }
 
+        /* the commander raised its own descriptor limit for thousands of workers and clients; a worker gets
+         * the limit it would have had without us (select() breaks past 1024) */
+        if (req->nofile_soft > 0) {
+                struct rlimit rl;
+                if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && req->nofile_soft < rl.rlim_cur) {
+                        rl.rlim_cur = (rlim_t) req->nofile_soft;
+                        (void) setrlimit(RLIMIT_NOFILE, &rl);
+                }
+        }
         execvpe(req->argv[0], req->argv, env);
         child_fail(SPAWN_STEP_EXEC, errno);
 }

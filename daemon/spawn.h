@@ -29,6 +29,7 @@ typedef struct SpawnRequest {
         gid_t gid;
         const gid_t *groups; /* the supplementary groups; none at all when n_groups is 0 */
         size_t n_groups;
+        unsigned long long nofile_soft; /* the soft RLIMIT_NOFILE the worker gets back; 0: ours */
 } SpawnRequest;
 
 /* Where a child failed on its way to exec. The order is the child's. */

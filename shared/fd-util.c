@@ -112,11 +112,20 @@ int fd_store_remove(const char *name) {
         return sd_notifyf(false, "FDSTOREREMOVE=1\nFDNAME=%s", name);
 }
 
+/* The soft limit before fd_raise_nofile() raised it: what children get back. 0 until then. */
+static unsigned long long nofile_original;
+
+unsigned long long fd_nofile_original_soft(void) {
+        return nofile_original;
+}
+
 int fd_raise_nofile(unsigned long long *ret_old_soft, unsigned long long *ret_now) {
         struct rlimit rl;
 
         if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
                 return -errno;
+        if (nofile_original == 0)
+                nofile_original = rl.rlim_cur;
         if (ret_old_soft)
                 *ret_old_soft = rl.rlim_cur;
         *ret_now = rl.rlim_cur;

@@ -22,6 +22,8 @@ int fd_set_nonblock(int fd, bool nonblock);
  * select()). Stores the limits as they were in *ret_old_soft (may be NULL) and the soft limit now in
  * *ret_now. 0 or -errno (the limit then unchanged, *ret_now what it is). */
 int fd_raise_nofile(unsigned long long *ret_old_soft, unsigned long long *ret_now);
+/* The soft RLIMIT_NOFILE before the first fd_raise_nofile(), for children to get back; 0 before it. */
+unsigned long long fd_nofile_original_soft(void);
 
 /* Sets FD_CLOEXEC and O_NONBLOCK (sockets handed over by systemd carry neither). 0 or -errno. */
 int fd_set_cloexec_nonblock(int fd);

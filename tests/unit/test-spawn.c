@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -613,6 +614,22 @@ static void test_spawn_worker_working_directory_and_environment(void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* The commander's raised descriptor limit is not the worker's: it gets the soft limit asked for. */
+static void test_spawn_worker_nofile_soft(void **state) {
+        char *argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) "ulimit -Sn >&4", NULL };
+        SpawnRequest req = { .nofile_soft = 256 };
+        _cleanup_free_ char *out = NULL;
+        struct rlimit rl;
+        siginfo_t si;
+
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+        if (rl.rlim_cur <= 256)
+                skip();
+        out = run_with(&req, argv, NULL, &si);
+        assert_exited(&si, 0);
+        assert_string_equal(out, "256\n");
+}
+
 /* nobody's ids, the ones a worker of user=nobody gets. */
 static void nobody_ids(uid_t *ret_uid, gid_t *ret_gid) {
         struct passwd *pw = getpwnam("nobody");
@@ -874,6 +891,7 @@ static void test_spawn_read_exec_error_short(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_spawn_worker_true),
+                cmocka_unit_test(test_spawn_worker_nofile_soft),
                 cmocka_unit_test(test_spawn_worker_socket_activation),
                 cmocka_unit_test(test_spawn_worker_environment),
                 cmocka_unit_test(test_spawn_worker_path_search),
