@@ -25,6 +25,8 @@
 /* Refusals journaled per second at most: whoever may connect (the socket is world-writable when workers
  * run as another user) must not be able to flood the journal; the rest are counted and said once. */
 #define REFUSALS_LOGGED_PER_SECOND 5
+/* Out of descriptors, accepting pauses this long: the queue keeps the sensors, the loop does not spin. */
+#define ACCEPT_PAUSE (250 * USEC_PER_MSEC)
 
 struct ChannelListener {
         sd_event_source *io;
@@ -32,6 +34,8 @@ struct ChannelListener {
         char *path;
         bool open_to_all;
         uint64_t refused;
+        sd_event_source *resume;  /* accepting paused (no descriptor left) until it fires */
+        bool said_short;          /* the shortage of descriptors is said once per episode */
         usec_t log_window;      /* the second the logged refusals below belong to */
         unsigned logged, suppressed;
         ChannelPeerHandler handler;
@@ -106,16 +110,39 @@ static void take_connection(ChannelListener *l, int fd) {
                 refuse(l, fd, &peer, why ?: "not one of this group's workers");
 }
 
+static int on_resume(sd_event_source *s, uint64_t usec, void *userdata) {
+        ChannelListener *l = userdata;
+
+        l->resume = sd_event_source_disable_unref(l->resume);
+        (void) sd_event_source_set_enabled(l->io, SD_EVENT_ON);
+        return 0;
+}
+
+/* No descriptor left (EMFILE, ENFILE): a listener that stays readable would spin the loop. */
+static void pause_accepting(ChannelListener *l, int error) {
+        if (!l->said_short) {
+                l->said_short = true;
+                log_warning_errno(error, "Out of descriptors accepting on %s (%m): pausing it %llums at a time",
+                                  l->path, (unsigned long long) (ACCEPT_PAUSE / USEC_PER_MSEC));
+        }
+        if (sd_event_add_time_relative(sd_event_source_get_event(l->io), &l->resume, CLOCK_MONOTONIC, ACCEPT_PAUSE,
+                                       10 * USEC_PER_MSEC, on_resume, l) >= 0)
+                (void) sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         ChannelListener *l = userdata;
 
         for (unsigned i = 0; i < ACCEPTS_PER_DISPATCH; i++) {
                 int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                 if (c < 0) {
-                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                        if (errno == EMFILE || errno == ENFILE)
+                                pause_accepting(l, -errno);
+                        else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
                                 log_warning_errno(errno, "Failed to accept on %s: %m", l->path);
                         return 0;
                 }
+                l->said_short = false;
                 take_connection(l, c);
         }
         return 0;
@@ -158,6 +185,7 @@ int channel_listener_new(sd_event *event, const char *path, int inherited_fd, Ch
 ChannelListener *channel_listener_free(ChannelListener *l, bool unlink_path) {
         if (!l)
                 return NULL;
+        l->resume = sd_event_source_disable_unref(l->resume);
         l->io = sd_event_source_disable_unref(l->io);
         l->fd = safe_close(l->fd);
         if (unlink_path && l->path)

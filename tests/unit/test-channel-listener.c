@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -184,12 +185,40 @@ static void test_channel_listener_refusals_flood(void **state) {
         channel_listener_free(l, true);
 }
 
+/* Out of descriptors: accepting pauses (no spin, the peer waits in the queue) and resumes by itself. */
+static void test_channel_listener_out_of_descriptors(void **state) {
+        Seen seen = { .taken_fd = -1 };
+        struct rlimit old, low;
+        ChannelListener *l;
+        int fd, probe;
+
+        assert_int_equal(channel_listener_new(event, path, -EBADF, on_peer, &seen, &l), 0);
+        fd = connect_to(path);
+        /* no descriptor left for accept4(): the next free number is the limit */
+        probe = dup(fd);
+        assert_true(probe >= 0);
+        safe_close(probe);
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+        low = (struct rlimit) { .rlim_cur = (rlim_t) probe, .rlim_max = old.rlim_max };
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+        for (unsigned i = 0; i < 5; i++)
+                assert_true(sd_event_run(event, 10 * 1000) >= 0);
+        assert_int_equal(seen.calls, 0);
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+        /* the pause ends on its own: the peer that waited is taken */
+        run_until(&seen, 1);
+        safe_close(seen.taken_fd);
+        safe_close(fd);
+        channel_listener_free(l, true);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_channel_listener_peer_credentials, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_channel_listener_refuses, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_channel_listener_leftover_and_inherited, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_channel_listener_refusals_flood, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_channel_listener_out_of_descriptors, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
