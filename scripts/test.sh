@@ -1,16 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The whole test suite: installs what it needs, builds twice (plain, and AddressSanitizer +
-# UndefinedBehaviorSanitizer), runs every CTest test in both, and exits non-zero on any failure.
+# The whole test suite: installs what it needs, builds three times (plain; AddressSanitizer +
+# UndefinedBehaviorSanitizer; the libFuzzer targets with clang, fuzz/), runs every CTest test in each, and
+# exits non-zero on any failure. The fuzz build holds only the fuzz targets: each runs for a few seconds
+# (its seeds first, so a crash found before and committed as a seed fails here).
 #   scripts/test.sh [ctest arguments...]     e.g. scripts/test.sh -R unit/
-# EP_TEST_BUILDS="plain asan" chooses the builds; EP_BUILD_ROOT (default ./build) where they go.
+# EP_TEST_BUILDS="plain asan fuzz" chooses the builds; EP_BUILD_ROOT (default ./build) where they go.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 "$top/scripts/bootstrap.sh" || exit 1
 
-builds=${EP_TEST_BUILDS:-plain asan}
+builds=${EP_TEST_BUILDS:-plain asan fuzz}
 root=${EP_BUILD_ROOT:-$top/build}
 jobs=$(nproc)
 status=0
@@ -19,7 +21,8 @@ configure_flags() {
         case $1 in
         plain) echo "-DCMAKE_BUILD_TYPE=RelWithDebInfo" ;;
         asan) echo "-DCMAKE_BUILD_TYPE=Debug -DEP_SANITIZE=ON" ;;
-        *) echo "unknown build '$1' (plain, asan)" >&2; return 1 ;;
+        fuzz) echo "-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DEP_FUZZ=ON" ;;
+        *) echo "unknown build '$1' (plain, asan, fuzz)" >&2; return 1 ;;
         esac
 }
 
