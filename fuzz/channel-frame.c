@@ -3,7 +3,8 @@
  * with (proto/frame.c: length prefix, the per-type size and field limits, protobuf-c unpacking), fed a
  * worker's bytes over a socketpair with the limits the commander applies to every worker
  * (channel_worker_limits). Every frame that comes through is encoded again and decoded again: what the
- * commander accepted must survive the trip with its type.
+ * commander accepted must survive the trip with its type, and what unpacking it allocated (fields at every
+ * depth, repeated entries, unknown fields) must be within the limits counted before it was unpacked.
  *
  * Input: one options byte, then the worker's bytes (4-byte big-endian length + packed Frame, repeated).
  *   bits 0-2  piece size the bytes are written in (fuzz-util.h)
@@ -20,9 +21,68 @@
 
 typedef struct Harness {
         Channel *channel;
+        const ChannelLimits *limits; /* NULL: the channel has none */
         unsigned frames;
         bool closed;
 } Harness;
+
+typedef struct Count {
+        size_t fields, unknown;
+} Count;
+
+/* What protobuf-c allocated for m: present fields at every depth (each repeated entry one), unknown
+ * fields at every depth. */
+static void count_unpacked(const ProtobufCMessage *m, Count *c) {
+        const ProtobufCMessageDescriptor *d = m->descriptor;
+
+        c->unknown += m->n_unknown_fields;
+        for (unsigned i = 0; i < d->n_fields; i++) {
+                const ProtobufCFieldDescriptor *f = &d->fields[i];
+                const char *base = (const char *) m;
+
+                if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+                        size_t n = *(const size_t *) (base + f->quantifier_offset);
+                        void *const *a = *(void *const *const *) (base + f->offset);
+
+                        c->fields += n;
+                        if (f->type == PROTOBUF_C_TYPE_MESSAGE)
+                                for (size_t k = 0; k < n; k++)
+                                        count_unpacked(a[k], c);
+                        continue;
+                }
+                if (f->type == PROTOBUF_C_TYPE_MESSAGE || f->type == PROTOBUF_C_TYPE_STRING) {
+                        const void *p = *(const void *const *) (base + f->offset);
+                        if (!p || p == f->default_value)
+                                continue;
+                        c->fields++;
+                        if (f->type == PROTOBUF_C_TYPE_MESSAGE)
+                                count_unpacked(p, c);
+                        continue;
+                }
+                if (f->quantifier_offset && *(const protobuf_c_boolean *) (base + f->quantifier_offset))
+                        c->fields++;
+        }
+}
+
+/* The body of f: the one message of its oneof. */
+static const ProtobufCMessage *frame_body(const Frame *f) {
+        const ProtobufCFieldDescriptor *fd =
+                protobuf_c_message_descriptor_get_field(&elastic_pool__frame__descriptor, (unsigned) f->body_case);
+
+        if (!fd)
+                abort();
+        return *(const ProtobufCMessage *const *) ((const char *) f + fd->offset);
+}
+
+static void check_within_limits(const Harness *h, const Frame *f) {
+        Count c = {};
+
+        if (!h->limits)
+                return;
+        count_unpacked(frame_body(f), &c);
+        if (c.fields > h->limits->frame.body[f->body_case].max_fields || c.unknown > h->limits->frame.max_unknown)
+                abort(); /* unpacking allocated more than the limits counted beforehand */
+}
 
 static void check_round_trip(const Frame *f) {
         FrameDecoder d;
@@ -50,6 +110,7 @@ static void on_frame(Channel *c, const Frame *f, void *userdata) {
 
         h->frames++;
         (void) frame_body_name(f);
+        check_within_limits(h, f);
         check_round_trip(f);
 }
 
@@ -92,8 +153,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 abort();
         if (channel_new(e, sv[1], (options & 0x10) ? 64U * 1024U : 0, &callbacks, &h, &h.channel) < 0)
                 abort();
-        if (!(options & 0x08))
-                channel_set_limits(h.channel, &channel_worker_limits);
+        if (!(options & 0x08)) {
+                h.limits = &channel_worker_limits;
+                channel_set_limits(h.channel, h.limits);
+        }
 
         fuzz_feed(e, sv[0], data, size, fuzz_piece_size(options), NULL, NULL);
         close(sv[0]); /* EOF: a frame cut short is a truncated one */
