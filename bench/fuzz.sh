@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Runs every libFuzzer target of fuzz/ for a while, one at a time under nice -n 19, each on a corpus kept
 # outside the repository (it grows from run to run; the repository's seeds are read, never written), and
-# prints per target a row every FUZZ_REPORT_EVERY seconds and a final one: executions, executions/s,
-# coverage (libFuzzer's cov: edges, ft: features), corpus size, and any crash with the command that
-# reproduces it. Beside each row: steal% (/proc/stat) and other% (CPU of every other process, as a share
+# prints per target a row every FUZZ_REPORT_EVERY seconds and a final one: the fuzzer's CPU seconds,
+# executions, executions per wall second, coverage (libFuzzer's cov: edges, ft: features), corpus size,
+# and any crash with the command that reproduces it. Beside each row: steal% (/proc/stat) and other% (CPU of every other process, as a share
 # of the machine); a row either is over FUZZ_DISTURBED (default 25) is marked "disturbed": its exec/s says
 # more about the neighbours than about the target.
 #   bench/fuzz.sh [BUILD_DIR]      default: ${EP_BUILD_ROOT:-./build}/fuzz, configured and built if absent
@@ -43,22 +43,22 @@ interval_load() {
                 'BEGIN { if (t <= 0) t = 1; o = (b - own) / t * 100; if (o < 0) o = 0; printf "%.1f %.1f", s / t * 100, o }'
 }
 
-row() { # row TARGET ELAPSED STATUSLINE STEAL OTHER
+row() { # row TARGET ELAPSED CPU_SECONDS STATUSLINE STEAL OTHER
         local mark=""
-        awk -v s="$4" -v o="$5" -v d="$disturbed_at" 'BEGIN { exit !(s > d || o > d) }' && mark="disturbed"
+        awk -v s="$5" -v o="$6" -v d="$disturbed_at" 'BEGIN { exit !(s > d || o > d) }' && mark="disturbed"
         local execs cov ft corp eps
-        execs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$3")
-        cov=$(sed -nE 's/.*cov: ([0-9]+).*/\1/p' <<<"$3")
-        ft=$(sed -nE 's/.*ft: ([0-9]+).*/\1/p' <<<"$3")
-        corp=$(sed -nE 's/.*corp: ([0-9]+)\/.*/\1/p' <<<"$3")
+        execs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$4")
+        cov=$(sed -nE 's/.*cov: ([0-9]+).*/\1/p' <<<"$4")
+        ft=$(sed -nE 's/.*ft: ([0-9]+).*/\1/p' <<<"$4")
+        corp=$(sed -nE 's/.*corp: ([0-9]+)\/.*/\1/p' <<<"$4")
         eps=$(awk -v n="${execs:-0}" -v t="$2" 'BEGIN { printf "%.0f", (t > 0 ? n / t : 0) }')
-        printf '%-17s %7ss %11s %8s %6s %7s %7s %7s%% %7s%% %s\n' "$1" "$2" "${execs:-0}" "$eps" "${cov:--}" \
-                "${ft:--}" "${corp:--}" "$4" "$5" "$mark"
+        printf '%-17s %7ss %7ss %11s %8s %6s %7s %7s %7s%% %7s%% %s\n' "$1" "$2" "$3" "${execs:-0}" "$eps" \
+                "${cov:--}" "${ft:--}" "${corp:--}" "$5" "$6" "$mark"
 }
 
 echo "# $(date -u '+%F %T') UTC, load average $(cut -d' ' -f1-3 /proc/loadavg), $ncpu CPUs"
 echo "# $seconds s per target, corpus in $corpus, build $build"
-printf '%-17s %8s %11s %8s %6s %7s %7s %8s %8s\n' target elapsed execs exec/s cov ft corpus steal other
+printf '%-17s %8s %8s %11s %8s %6s %7s %7s %8s %8s\n' target elapsed cpu execs exec/s cov ft corpus steal other
 
 for t in $targets; do
         bin=$build/fuzz/fuzz-$t
@@ -68,9 +68,20 @@ for t in $targets; do
         rm -f "$corpus/artifacts/$t-"*
         read -r b0 s0 t0 < <(machine_ticks)
         start=$SECONDS
-        nice -n 19 "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-                -artifact_prefix="$corpus/artifacts/$t-" "$corpus/$t" "$top/fuzz/corpus/$t" >"$log" 2>&1 &
-        pid=$!
+        # in a subshell whose `times` reports the fuzzer's own CPU time once it exited
+        (
+                nice -n 19 "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+                        -artifact_prefix="$corpus/artifacts/$t-" "$corpus/$t" "$top/fuzz/corpus/$t" >"$log" 2>&1 &
+                echo $! >"$corpus/$t.pid"
+                wait $!
+                rc=$?
+                times >"$corpus/$t.times" # not in a pipeline: that would be a subshell without children
+                exit $rc
+        ) &
+        sub=$!
+        until [[ -s $corpus/$t.pid ]]; do sleep 0.1; done
+        pid=$(<"$corpus/$t.pid")
+        rm -f "$corpus/$t.pid"
         own0=0
         ib0=$b0 is0=$s0 it0=$t0
         while kill -0 "$pid" 2>/dev/null; do
@@ -79,20 +90,23 @@ for t in $targets; do
                 own1=$(pid_ticks "$pid")
                 read -r ib1 is1 it1 < <(machine_ticks)
                 read -r steal other < <(interval_load "$ib0" "$is0" "$it0" "$ib1" "$is1" "$it1" "$((own1 - own0))")
-                row "$t" "$((SECONDS - start))" "$(grep -aE '^#[0-9]+' "$log" | tail -n 1)" "$steal" "$other"
+                row "$t" "$((SECONDS - start))" "$(awk -v t="$own1" -v hz="$hz" 'BEGIN { printf "%.1f", t / hz }')" "$(grep -aE '^#[0-9]+' "$log" | tail -n 1)" \
+                        "$steal" "$other"
                 own0=$own1 ib0=$ib1 is0=$is1 it0=$it1
         done
-        wait "$pid"
+        wait "$sub"
         rc=$?
         read -r b1 s1 t1 < <(machine_ticks)
-        # the fuzzer's whole CPU time: its final stats do not say, its exit took /proc/PID with it, so the
-        # last sample stands in (at most FUZZ_REPORT_EVERY old); the machine share is taken over the run
-        read -r steal other < <(interval_load "$b0" "$s0" "$t0" "$b1" "$s1" "$t1" "$own0")
+        # `times`, second line: "0m12.340s 0m1.230s" (user, system) of the subshell's children: the fuzzer
+        cpu=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] }
+                     printf "%.1f", s }' "$corpus/$t.times")
+        read -r steal other < <(interval_load "$b0" "$s0" "$t0" "$b1" "$s1" "$t1" \
+                "$(awk -v c="$cpu" -v hz="$hz" 'BEGIN { printf "%.0f", c * hz }')")
         elapsed=$((SECONDS - start))
         final=$(grep -aE '^#[0-9]+' "$log" | tail -n 1)
         execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$log")
         [[ -n $execs ]] && final="#$execs ${final#\#* }"
-        row "$t" "$elapsed" "$final" "$steal" "$other"
+        row "$t" "$elapsed" "$cpu" "$final" "$steal" "$other"
         artifact=$(ls "$corpus/artifacts/$t-"* 2>/dev/null | head -n 1)
         if ((rc != 0)) || [[ -n $artifact ]]; then
                 crashed=1
