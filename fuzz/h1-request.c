@@ -11,15 +11,12 @@
  *   bit  5    answer with an error of ours (response_error 502) instead of a worker's 200
  *   bit  6    the front end shuts down after the first piece
  *   bit  7    the client half-closes (EOF) after its last byte */
-#include <netinet/in.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "fake-router.h"
-#include "fuzz-util.h"
+#include "fuzz-frontend.h"
 #include "h1-internal.h"
 #include "log.h"
 
@@ -53,55 +50,33 @@ static void step(void *userdata) {
         }
 }
 
-static void shut_down(Frontend *fe) {
-        fe->shutting_down = true;
-        for (FrontendConnection *c = fe->connections, *next; c; c = next) {
-                next = c->next;
-                c->ops->shutdown(c);
-        }
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
         log_set_max_level(LOG_CRIT); /* client errors are logged at notice: thousands a second */
         return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-        struct sockaddr_in peer = {
-                .sin_family = AF_INET, .sin_port = htons(40000), .sin_addr.s_addr = htonl(0xc0000201) };
-        struct sockaddr_storage ss = {};
+        struct sockaddr_storage peer = fuzz_client_peer();
         Harness h = {};
-        size_t piece;
         int sv[2];
 
         if (size < 1)
                 return 0;
         h.options = data[0];
-        piece = fuzz_piece_size(h.options);
         data++, size--;
 
         if (fake_frontend_new(&h.fe) < 0)
                 abort();
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0)
                 abort();
-        memcpy(&ss, &peer, sizeof peer);
-        if (frontend_h1_accept(h.fe, sv[1], &ss) < 0)
+        if (frontend_h1_accept(h.fe, sv[1], &peer) < 0)
                 abort();
-
-        if (h.options & 0x40) {
-                size_t first = size < piece ? size : piece;
-                fuzz_feed(h.fe->event, sv[0], data, first, piece, step, &h);
-                shut_down(h.fe);
-                data += first, size -= first;
-        }
-        fuzz_feed(h.fe->event, sv[0], data, size, piece, step, &h);
-        if (h.options & 0x80)
-                (void) shutdown(sv[0], SHUT_WR);
-        fuzz_loop_settle(h.fe->event, step, &h);
-        fuzz_drain(sv[0]);
-
-        close(sv[0]);
-        fuzz_loop_settle(h.fe->event, step, &h);
+        fuzz_client_run(&(FuzzClient) {
+                                .event = h.fe->event, .fd = sv[0], .piece = fuzz_piece_size(h.options),
+                                .shut_down_midway = h.options & 0x40, .half_close = h.options & 0x80,
+                                .shutting_down = &h.fe->shutting_down, .connections = &h.fe->connections,
+                                .step = step, .userdata = &h },
+                        data, size);
         h.fe = fake_frontend_free(h.fe);
         return 0;
 }

@@ -13,15 +13,12 @@
  *   bit  5    answer with an error of ours (response_error 502) instead of a worker's 200
  *   bit  6    an h2c upgrade (GET / becomes stream 1) instead of prior knowledge
  *   bit  7    the front end shuts down (GOAWAY) after the first piece */
-#include <netinet/in.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "fake-router-h2.h"
-#include "fuzz-util.h"
+#include "fuzz-frontend.h"
 #include "log.h"
 
 #define PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -76,25 +73,14 @@ static void step(void *userdata) {
         }
 }
 
-static void shut_down(Frontend *fe) {
-        fe->shutting_down = true;
-        for (FrontendConnection *c = fe->connections, *next; c; c = next) {
-                next = c->next;
-                c->ops->shutdown(c);
-        }
-}
-
 static int accept_connection(Harness *h, int fd) {
-        struct sockaddr_in peer = {
-                .sin_family = AF_INET, .sin_port = htons(40000), .sin_addr.s_addr = htonl(0xc0000201) };
-        struct sockaddr_storage ss = {};
+        struct sockaddr_storage peer = fuzz_client_peer();
         RequestHead upgrade = {
                 .method = "GET", .method_len = 3, .target = "/", .target_len = 1,
                 .authority = "app.test", .authority_len = 8, .http_major = 1, .http_minor = 1,
         };
 
-        memcpy(&ss, &peer, sizeof peer);
-        return frontend_h2_accept(h->fe, fd, &ss, (const uint8_t *) PREFACE, strlen(PREFACE), NULL, 0,
+        return frontend_h2_accept(h->fe, fd, &peer, (const uint8_t *) PREFACE, strlen(PREFACE), NULL, 0,
                                   (h->options & 0x40) ? &upgrade : NULL);
 }
 
@@ -105,13 +91,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Harness h = {};
-        size_t piece;
         int sv[2];
 
         if (size < 1)
                 return 0;
         h.options = data[0];
-        piece = fuzz_piece_size(h.options);
         data++, size--;
 
         if (fake_frontend_new(&h.fe) < 0)
@@ -121,19 +105,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (accept_connection(&h, sv[1]) < 0)
                 abort();
         fuzz_loop_settle(h.fe->event, step, &h);
-
-        if (h.options & 0x80) {
-                size_t first = size < piece ? size : piece;
-                fuzz_feed(h.fe->event, sv[0], data, first, piece, step, &h);
-                shut_down(h.fe);
-                data += first, size -= first;
-        }
-        fuzz_feed(h.fe->event, sv[0], data, size, piece, step, &h);
-        fuzz_loop_settle(h.fe->event, step, &h);
-        fuzz_drain(sv[0]);
-
-        close(sv[0]);
-        fuzz_loop_settle(h.fe->event, step, &h);
+        fuzz_client_run(&(FuzzClient) {
+                                .event = h.fe->event, .fd = sv[0], .piece = fuzz_piece_size(h.options),
+                                .shut_down_midway = h.options & 0x80, .shutting_down = &h.fe->shutting_down,
+                                .connections = &h.fe->connections, .step = step, .userdata = &h },
+                        data, size);
         h.fe = fake_frontend_free(h.fe);
         return 0;
 }
