@@ -57,6 +57,9 @@ typedef struct WorkerTraffic {
         usec_t busy_usec;   /* sum of request durations, cumulative */
         unsigned connections;       /* open connections to it (its forward pool), with has_forward */
         LatencyHistogram latency;   /* durations of the completed responses, cumulative, with has_forward */
+        uint64_t answers;   /* response heads it sent (any status), cumulative, with has_forward */
+        unsigned unanswered; /* requests since its last answer that got no response head within
+                              * response_timeout or could not connect, with has_forward */
 } WorkerTraffic;
 
 /* The front end's own totals, for the status surfaces. */

@@ -231,7 +231,7 @@ static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
 
         expire_users(m, now_usec(CLOCK_MONOTONIC));
-        health_check(&m->pool, &m->capacity, now_usec(CLOCK_MONOTONIC));
+        health_check(&m->health, now_usec(CLOCK_MONOTONIC));
         manager_write_status(m);
         if (m->notified_ready)
                 notify_status(m);
@@ -369,6 +369,7 @@ Manager *manager_free(Manager *m) {
         /* the front end first: its connections end, and with them every exchange held or open */
         m->frontend = frontend_free(m->frontend);
         m->frontend_hooks = NULL;
+        health_done(&m->health);
         rollout_done(&m->rollout);
         relief_done(&m->relief);
         compaction_done(&m->compaction);
@@ -668,6 +669,7 @@ void manager_wire(Manager *m) {
         compaction_init(&m->compaction, &m->pool, &m->capacity, &m->surface, &m->moves);
         relief_init(&m->relief, &m->pool, &m->capacity, &m->surface, &m->moves);
         rollout_init(&m->rollout, &m->pool, &m->compaction, &m->surface);
+        health_init(&m->health, &m->pool, &m->capacity, m->event);
         m->status = (StatusView) {
                 .group = m->group,
                 .pool = &m->pool,

@@ -842,7 +842,9 @@ void pool_set_evacuating(Pool *p, Worker *w, bool on) {
 void pool_set_unhealthy(Pool *p, Worker *w, const char *why) {
         char *copy = NULL;
 
-        if (!why == !w->unhealthy)
+        if (!why && !w->unhealthy)
+                return;
+        if (why && w->unhealthy && streq(why, w->unhealthy))
                 return;
         if (why) {
                 copy = strdup(why);
@@ -852,7 +854,7 @@ void pool_set_unhealthy(Pool *p, Worker *w, const char *why) {
                            "%s is taken out of new work: %s; its own users still go to it", WORKER_NAME(w), why);
         } else
                 log_struct(LOG_NOTICE, LOG_FIELDS(.event = "unhealthy", .worker = (int) w->id),
-                           "%s reports again and takes new work (was: %s)", WORKER_NAME(w), w->unhealthy);
+                           "%s takes new work again (was: %s)", WORKER_NAME(w), w->unhealthy);
         free(w->unhealthy);
         w->unhealthy = copy;
         pool_changed(p);

@@ -52,6 +52,21 @@ const char *worker_death_cause_to_string(WorkerDeathCause c);
 /* The cause of a death from its exit status (si NULL: unknown) and what the pool knew of it. */
 WorkerDeathCause worker_death_cause(const siginfo_t *si, bool oom, bool expected, bool exec_failed);
 
+/* Health's (daemon/health.c) view of a worker: why it takes no new work, and what the front end's counters
+ * said at health's last look. */
+typedef enum HealthCause {
+        HEALTH_CAUSE_NONE,       /* healthy */
+        HEALTH_CAUSE_SILENT,     /* its reports stopped */
+        HEALTH_CAUSE_UNANSWERED, /* it reports, but requests went unanswered (timeouts, failed connects) */
+} HealthCause;
+
+typedef struct WorkerHealth {
+        HealthCause cause;
+        usec_t out_since;  /* taken out of new work for cause at */
+        uint64_t answers;  /* the front end's count of its answers at the last look */
+        unsigned forgiven; /* unanswered requests since that answer which a probe's answer wiped out */
+} WorkerHealth;
+
 typedef struct Worker {
         Pool *pool;
         unsigned id;        /* wN, never reused within a commander's life */
@@ -59,7 +74,9 @@ typedef struct Worker {
         bool evacuating;    /* routable, its users being moved off (a drain): serves them, takes no new */
         bool adopted;       /* started by an earlier commander, taken back after a restart: not our child */
         bool awaiting_sensor; /* adopted, its sensor has not yet reconnected and announced its users */
-        char *unhealthy;    /* why it is taken out of new work (its reports stopped: hung?); NULL: healthy */
+        char *unhealthy;    /* why it is taken out of new work (its reports stopped, or requests went
+                             * unanswered: hung?); NULL: healthy */
+        WorkerHealth health; /* health's, behind unhealthy */
 
         /* the process */
         pid_t pid;          /* for logs only: the identity is the pidfd */

@@ -590,6 +590,8 @@ void forward_conn_start(Connection *c) {
                 return;
         }
         r = conn_connect(c);
+        if (r < 0)
+                forward_pool_unanswered(c->up.pool);
         if (r == -EAGAIN)
                 forward_conn_fail(c, 504, "worker socket backlog full");
         else if (r < 0)
@@ -619,9 +621,11 @@ static void conn_retry(Connection *c) {
         c->n_hf = 0;
         c->hf_value = false;
         r = conn_connect(c);
-        if (r < 0)
+        if (r < 0) {
+                forward_pool_unanswered(p);
                 forward_conn_fail(c, 502, "reconnect after a closed keep-alive connection failed: %s",
                                   forward_errstr(r));
+        }
 }
 
 /* Sending the request again cannot repeat an effect (RFC 9110 9.2.2): the worker got none of it, or its
@@ -687,18 +691,22 @@ void forward_conn_timeout(Connection *c, usec_t now) {
                 if (c->retry_at != 0 && now < c->connect_deadline) {
                         c->retry_at = 0;
                         r = conn_try_connect(c);
+                        if (r < 0)
+                                forward_pool_unanswered(p);
                         if (r == -EAGAIN)
                                 forward_conn_fail(c, 504, "worker socket backlog full for %s", span);
                         else if (r < 0)
                                 forward_conn_fail(c, 502, "connect failed: %s", forward_errstr(r));
                         return;
                 }
+                forward_pool_unanswered(p);
                 if (c->retry_at != 0)
                         forward_conn_fail(c, 504, "worker socket backlog full for %s", span);
                 else
                         forward_conn_fail(c, 504, "connect timed out after %s", span);
                 return;
         }
+        forward_pool_unanswered(p);
         if (c->head_done)
                 forward_conn_fail(c, 504, "response body stalled for %s after %" PRIu64 " bytes", span,
                                   c->body_bytes);

@@ -247,6 +247,17 @@ static inline usec_t forward_pool_now(ForwardPool *p) {
         return t;
 }
 
+/* The worker answered (a response head), or left an exchange unanswered (a response timeout, a connect
+ * that failed or timed out): health's counters, nothing else reads them. */
+static inline void forward_pool_answered(ForwardPool *p) {
+        p->counters.answers++;
+        p->counters.unanswered = 0;
+}
+
+static inline void forward_pool_unanswered(ForwardPool *p) {
+        p->counters.unanswered++;
+}
+
 static inline size_t forward_conn_pending_out(const Connection *c) {
         return c->out_len - c->out_off;
 }

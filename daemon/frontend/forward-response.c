@@ -225,6 +225,7 @@ static void conn_deliver_head(Connection *c) {
         }
         c->head_done = true;
         c->last_activity = forward_pool_now(c->up.pool);
+        forward_pool_answered(c->up.pool);
 
         r = exchange_response_head(x, &h, user, user_len);
         if (forward_conn_still(c, x))
@@ -477,9 +478,10 @@ static void conn_io(Connection *c, uint32_t revents) {
 
                 if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &error, &len) < 0)
                         error = errno;
-                if (error != 0)
+                if (error != 0) {
+                        forward_pool_unanswered(c->up.pool);
                         forward_conn_lost(c, -error, "connect failed");
-                else
+                } else
                         forward_conn_connected(c);
                 return;
         }

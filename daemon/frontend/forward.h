@@ -59,6 +59,10 @@ typedef struct ForwardCounters {
         unsigned connections;    /* open connections (tunnels included) */
         unsigned tunnels;        /* of which WebSocket tunnels: they do not count against max_connections */
         unsigned idle;           /* of which idle */
+        /* for health (daemon/health.c): whether the worker answers at all */
+        uint64_t answers;        /* response heads received (any status), cumulative */
+        unsigned unanswered;     /* exchanges since the last answer that timed out (504) or could not
+                                    connect: a slow worker under load still answers in between */
 } ForwardCounters;
 
 /* 0 or -errno. The pool connects lazily. */

@@ -561,6 +561,8 @@ static bool worker_traffic(void *userdata, unsigned worker, WorkerTraffic *ret) 
         ret->busy_usec = c->busy_usec;
         ret->connections = c->connections;
         ret->latency = c->latency;
+        ret->answers = c->answers;
+        ret->unanswered = c->unanswered;
         return true;
 }
 

@@ -295,6 +295,7 @@ static void test_config_load_every_key(void **state) {
                 ROW(READOPT, "pool", readopt, "no", BOOL, false),
                 ROW(ADOPT_TIMEOUT, "pool", adopt_timeout, "2s", U64, 2 * USEC_PER_SEC),
                 ROW(HUNG_TIMEOUT, "pool", hung_timeout, "0", U64, 0),
+                ROW(UNANSWERED_LIMIT, "pool", unanswered_limit, "5", U32, 5),
                 ROW(RELOAD_STATE, "pool", reload_state, "require-compatible", RELOAD,
                     RELOAD_STATE_REQUIRE_COMPATIBLE),
                 ROW(RELOAD_TIMEOUT, "pool", reload_timeout, "90s", U64, 90 * USEC_PER_SEC),

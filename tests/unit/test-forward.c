@@ -522,6 +522,8 @@ static void test_forward_start_reuses_keepalive_connection(void **state) {
         assert_int_equal(k->errors, 0);
         assert_int_equal(k->inflight, 0);
         assert_int_equal(k->idle, 1);
+        assert_int_equal(k->answers, 2); /* what health reads */
+        assert_int_equal(k->unanswered, 0);
 
         fake_exchange_done(&a);
         fake_exchange_done(&b);
@@ -736,19 +738,21 @@ typedef struct FailureCase {
         unsigned status;
         const char *reason;
         bool worker_sees_eof; /* we hang up, not the worker */
+        bool unanswered;      /* health counts it against the worker: no connection, or no head in time */
 } FailureCase;
 
 static const FailureCase failure_cases[] = {
         { .name = "connection refused", .worker = WORKER_BOUND_ONLY,
-          .id = "cr", .status = 502, .reason = "refused" },
+          .id = "cr", .status = 502, .reason = "refused", .unanswered = true },
         { .name = "socket missing", .worker = WORKER_MISSING,
-          .id = "ms", .status = 502, .reason = "No such file" },
+          .id = "ms", .status = 502, .reason = "No such file", .unanswered = true },
         /* a fresh connection: no retry */
         { .name = "worker closes before responding", .decide = always_close,
           .id = "rst", .status = 502, .reason = "before responding" },
         { .name = "no response head in time", .decide = silent, .response_timeout = 60 * USEC_PER_MSEC,
           .min_elapsed = 55 * USEC_PER_MSEC, .worker_sees_eof = true,
-          .target = "/slow", .id = "to", .status = 504, .reason = "no response head within" },
+          .target = "/slow", .id = "to", .status = 504, .reason = "no response head within",
+          .unanswered = true },
         { .name = "status not a number", .response = "HTTP/1.1 2x0 OK\r\n\r\n",
           .id = "bad", .status = 502, .reason = "malformed response head" },
         { .name = "status above 599", .response = "HTTP/1.1 700 Weird\r\nContent-Length: 0\r\n\r\n",
@@ -822,6 +826,9 @@ static void test_forward_start_fails_before_head(void **state) {
         assert_int_equal(forward_pool_counters(p)->errors, 1);
         assert_int_equal(forward_pool_counters(p)->connections, 0);
         assert_int_equal(forward_pool_counters(p)->inflight, 0);
+        /* a worker that answers wrongly answers: only silence counts for health */
+        assert_int_equal(forward_pool_counters(p)->unanswered, c->unanswered ? 1 : 0);
+        assert_int_equal(forward_pool_counters(p)->answers, 0);
         forward_pool_buffer_stats(p, &s);
         assert_true(s.response_buffer_peak <= FORWARD_RESPONSE_HEAD_MAX);
         if (listening) {
