@@ -40,6 +40,7 @@ typedef struct Options {
         usec_t shutdown_timeout;
         const char *package_format;
         MoveFaults faults;
+        bool debug_hang;
 } Options;
 
 static void help(void) {
@@ -62,9 +63,11 @@ static void help(void) {
                "  --install-error           refuse every install: InstallResult ok=false (after the delay)\n"
                "  --snapshot-delay DURATION wait this long before each snapshot (a slow source)\n"
                "The delays stall the worker's event loop: meanwhile it takes no new request, sends no\n"
-               "report and handles no signal.\n\n"
+               "report and handles no signal.\n"
+               "  --debug-hang              enable /debug/hang?for=DURATION: the requests after it wait that\n"
+               "                            long before they are handled (the sensor reports on)\n\n"
                "Endpoints: / /hello /login?user=U /logout /state /work?cpu_ms=&alloc_kb=&sleep_ms=&bytes=\n"
-               "           /_monitor/state\n",
+               "           /_monitor/state /debug/hang?for= (with --debug-hang)\n",
                PROGRAM, THREADS_MAX);
 }
 
@@ -125,6 +128,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 ARG_INSTALL_ERROR,
                 ARG_SNAPSHOT_DELAY,
                 ARG_PACKAGE_FORMAT,
+                ARG_DEBUG_HANG,
                 ARG_VERSION
         };
         static const struct option options[] = {
@@ -138,6 +142,7 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                 { "install-error", no_argument, NULL, ARG_INSTALL_ERROR },
                 { "snapshot-delay", required_argument, NULL, ARG_SNAPSHOT_DELAY },
                 { "package-format", required_argument, NULL, ARG_PACKAGE_FORMAT },
+                { "debug-hang", no_argument, NULL, ARG_DEBUG_HANG },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
@@ -196,6 +201,9 @@ static int parse_argv(int argc, char *argv[], Options *o) {
                         break;
                 case ARG_PACKAGE_FORMAT:
                         o->package_format = optarg;
+                        break;
+                case ARG_DEBUG_HANG:
+                        o->debug_hang = true;
                         break;
                 case 'h':
                         help();
@@ -363,6 +371,7 @@ static int run(const Options *o) {
                 return log_error_errno(r, "Failed to set up: %m");
         }
         app.faults = o->faults;
+        app.debug_hang = o->debug_hang;
         (void) ep_sensor_set_user_callbacks(sensor, &app_user_callbacks, &app);
         r = ep_sensor_set_package_format(sensor, o->package_format);
         if (r < 0)

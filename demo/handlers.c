@@ -14,6 +14,7 @@
 #include "cleanup.h"
 #include "log.h"
 #include "macro.h"
+#include "parse-util.h"
 #include "query.h"
 #include "time-util.h"
 
@@ -311,6 +312,29 @@ static void on_work(App *app, const HttpRequest *req, const Target *t, HttpRespo
                         req->body_bytes, app->worker);
 }
 
+/* --debug-hang only (else it is no endpoint at all): the requests after this one are not answered for
+ * the duration. */
+static void on_debug_hang(App *app, const HttpRequest *req, const Target *t, HttpResponse *resp) {
+        char value[32], span[32];
+        usec_t d;
+
+        if (!app->debug_hang)
+                return http_response_text(resp, 404, "no such endpoint: /debug/hang (needs --debug-hang)\n");
+        if (query_get(t->query, t->query_len, "for", value, sizeof value) < 0 || parse_duration(value, &d) < 0)
+                return http_response_text(resp, 400, "/debug/hang?for=DURATION (such as 10s)\n");
+        atomic_store(&app->hang_until, now_usec(CLOCK_MONOTONIC) + d);
+        log_warning("Not answering requests for %s (/debug/hang)", format_timespan(span, sizeof span, d));
+        http_response_text(resp, 200, "not answering requests for %s\n", span);
+}
+
+/* A request that arrives while /debug/hang holds waits it out (a hard stop ends the wait). */
+static void wait_while_hung(App *app) {
+        usec_t until = atomic_load(&app->hang_until), now = now_usec(CLOCK_MONOTONIC);
+
+        if (until > now)
+                (void) sleep_interruptibly(app, until - now);
+}
+
 typedef void (*handler_t)(App *app, const HttpRequest *req, const Target *t, HttpResponse *resp);
 
 typedef struct Route {
@@ -328,6 +352,7 @@ static const Route routes[] = {
         { "/logout", on_logout, false },
         { "/state", on_state, false },
         { "/_monitor/state", on_monitor_state, false }, /* a system request: never activity */
+        { "/debug/hang", on_debug_hang, false },
 };
 
 static const Route *route_find(const Target *t) {
@@ -342,6 +367,7 @@ void handlers_dispatch(App *app, const HttpRequest *req, HttpResponse *resp) {
         Target t;
 
         resp->status = 200;
+        wait_while_hung(app);
         if (target_split(req->url, req->url_len, &t) < 0)
                 return http_response_text(resp, 400, "bad request target\n");
         route = route_find(&t);

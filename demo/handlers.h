@@ -46,6 +46,11 @@ typedef struct App {
         atomic_uint connections;
         atomic_uint busy; /* executor threads working on a connection (what the sensor reports as busy) */
         MoveFaults faults; /* read by the move callbacks only, set before the event loop starts */
+        /* --debug-hang: /debug/hang?for=DURATION makes every request after it wait until then before it
+         * is handled (the executor threads block, as a deadlocked application's would), while the event
+         * loop and the sensor's reports go on: a worker that reports but does not answer */
+        bool debug_hang;
+        _Atomic usec_t hang_until; /* CLOCK_MONOTONIC; 0: answering */
 
         /* A hard stop (shutdown deadline passed) cuts /work short: sleepers wait on stop_cond. */
         pthread_mutex_t stop_lock;
