@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "accept-pause.h"
 #include "cleanup.h"
 #include "log.h"
 #include "macro.h"
@@ -43,6 +44,7 @@ struct Admin {
         MonitorPage page;
         AdminConnection *connections;
         unsigned n_connections;
+        AcceptPause pause; /* out of descriptors: a level-triggered listener must not spin the loop */
         Population *population; /* the fan-out under way: shared by every request that waits for one */
 };
 
@@ -292,14 +294,24 @@ static int on_connection_timeout(sd_event_source *s, uint64_t usec, void *userda
         return 0;
 }
 
+static void set_accepting(void *userdata, bool on) {
+        Admin *a = userdata;
+
+        (void) sd_event_source_set_enabled(a->io, on ? SD_EVENT_ON : SD_EVENT_OFF);
+}
+
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Admin *a = userdata;
         AdminConnection *c;
         int cfd;
 
         cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (cfd < 0)
+        if (cfd < 0) {
+                if (accept_error_is_shortage(errno))
+                        accept_pause_begin(&a->pause, accept_shortage_why(errno), NULL);
                 return 0;
+        }
+        accept_pause_end_episode(&a->pause);
         if (a->n_connections >= ADMIN_CONNECTIONS_MAX || !(c = calloc(1, sizeof *c))) {
                 safe_close(cfd);
                 return 0;
@@ -390,6 +402,11 @@ int admin_new(sd_event *event, const char *address, const StatusView *view, Admi
                 admin_free(a);
                 return log_error_errno(r, "Failed to build the monitor page: %m");
         }
+        r = accept_pause_init(&a->pause, event, a->address, set_accepting, a);
+        if (r < 0) {
+                admin_free(a);
+                return log_error_errno(r, "Failed to make the admin listener's accept pause timer: %m");
+        }
         r = open_listener(address, config, &a->fd, &a->unix_path);
         if (r >= 0)
                 r = sd_event_add_io(event, &a->io, a->fd, EPOLLIN, on_accept, a);
@@ -410,6 +427,7 @@ Admin *admin_free(Admin *a) {
         while (a->connections)
                 connection_free(a->connections);
         a->population = population_free(a->population);
+        accept_pause_done(&a->pause);
         a->io = sd_event_source_disable_unref(a->io);
         safe_close(a->fd);
         if (a->unix_path)

@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "accept-pause.h"
 #include "cgroup.h"
 #include "cleanup.h"
 #include "fd-util.h"
@@ -25,8 +26,6 @@
 /* Refusals journaled per second at most: whoever may connect (the socket is world-writable when workers
  * run as another user) must not be able to flood the journal; the rest are counted and said once. */
 #define REFUSALS_LOGGED_PER_SECOND 5
-/* Out of descriptors, accepting pauses this long: the queue keeps the sensors, the loop does not spin. */
-#define ACCEPT_PAUSE (250 * USEC_PER_MSEC)
 
 struct ChannelListener {
         sd_event_source *io;
@@ -34,8 +33,7 @@ struct ChannelListener {
         char *path;
         bool open_to_all;
         uint64_t refused;
-        sd_event_source *resume;  /* accepting paused (no descriptor left) until it fires */
-        bool said_short;          /* the shortage of descriptors is said once per episode */
+        AcceptPause pause;        /* no descriptor left: the queue keeps the sensors, the loop does not spin */
         usec_t log_window;      /* the second the logged refusals below belong to */
         unsigned logged, suppressed;
         ChannelPeerHandler handler;
@@ -110,24 +108,10 @@ static void take_connection(ChannelListener *l, int fd) {
                 refuse(l, fd, &peer, why ?: "not one of this group's workers");
 }
 
-static int on_resume(sd_event_source *s, uint64_t usec, void *userdata) {
+static void set_accepting(void *userdata, bool on) {
         ChannelListener *l = userdata;
 
-        l->resume = sd_event_source_disable_unref(l->resume);
-        (void) sd_event_source_set_enabled(l->io, SD_EVENT_ON);
-        return 0;
-}
-
-/* No descriptor left (EMFILE, ENFILE): a listener that stays readable would spin the loop. */
-static void pause_accepting(ChannelListener *l, int error) {
-        if (!l->said_short) {
-                l->said_short = true;
-                log_warning_errno(error, "Out of descriptors accepting on %s (%m): pausing it %llums at a time",
-                                  l->path, (unsigned long long) (ACCEPT_PAUSE / USEC_PER_MSEC));
-        }
-        if (sd_event_add_time_relative(sd_event_source_get_event(l->io), &l->resume, CLOCK_MONOTONIC, ACCEPT_PAUSE,
-                                       10 * USEC_PER_MSEC, on_resume, l) >= 0)
-                (void) sd_event_source_set_enabled(l->io, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(l->io, on ? SD_EVENT_ON : SD_EVENT_OFF);
 }
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -136,13 +120,13 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         for (unsigned i = 0; i < ACCEPTS_PER_DISPATCH; i++) {
                 int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                 if (c < 0) {
-                        if (errno == EMFILE || errno == ENFILE)
-                                pause_accepting(l, -errno);
+                        if (accept_error_is_shortage(errno))
+                                accept_pause_begin(&l->pause, accept_shortage_why(errno), NULL);
                         else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
                                 log_warning_errno(errno, "Failed to accept on %s: %m", l->path);
                         return 0;
                 }
-                l->said_short = false;
+                accept_pause_end_episode(&l->pause);
                 take_connection(l, c);
         }
         return 0;
@@ -172,7 +156,9 @@ int channel_listener_new(sd_event *event, const char *path, int inherited_fd, Ch
                 free(l);
                 return log_oom();
         }
-        r = sd_event_add_io(event, &l->io, fd, EPOLLIN, on_accept, l);
+        r = accept_pause_init(&l->pause, event, l->path, set_accepting, l);
+        if (r >= 0)
+                r = sd_event_add_io(event, &l->io, fd, EPOLLIN, on_accept, l);
         if (r < 0) {
                 channel_listener_free(l, false);
                 return log_error_errno(r, "Failed to watch the channel socket %s: %m", path);
@@ -185,7 +171,7 @@ int channel_listener_new(sd_event *event, const char *path, int inherited_fd, Ch
 ChannelListener *channel_listener_free(ChannelListener *l, bool unlink_path) {
         if (!l)
                 return NULL;
-        l->resume = sd_event_source_disable_unref(l->resume);
+        accept_pause_done(&l->pause);
         l->io = sd_event_source_disable_unref(l->io);
         l->fd = safe_close(l->fd);
         if (unlink_path && l->path)

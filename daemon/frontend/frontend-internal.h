@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "accept-pause.h"
 #include "config.h"
 #include "connection.h"
 #include "cookie.h"
@@ -87,11 +88,7 @@ struct Frontend {
         sd_event_source *sweep_timer;
         sd_event_source *ready_timer;
         bool listeners_held;     /* frontend_hold_listeners(): a restarted commander takes its workers back */
-        /* out of file descriptors: accepting paused, retried on a timer (frontend.c, accept_pause()) */
-        bool accept_paused;
-        bool accept_pause_told;  /* the episode was logged; an accept with room again ends it */
-        unsigned accept_pauses;  /* in the current episode */
-        sd_event_source *accept_timer;
+        AcceptPause accept_pause; /* out of file descriptors: accepting paused, retried on a timer */
         int fd_high_water;       /* an accepted descriptor at or over this leaves too few for the rest */
 
         /* the rate limit of error lines (error-log.c) */

@@ -39,16 +39,13 @@
 /* Requests waiting for a free connection to one worker. Every guest goes to the reception, so one h2
  * client with many streams can queue thousands there; each waits with a few hundred bytes of state. */
 #define UPSTREAM_QUEUE_MAX 16384U
-/* Out of descriptors, accept() fails at once, and a level-triggered listener would be retried in a busy
- * loop: the listeners pause for this long instead, and what is open is served meanwhile. */
-#define ACCEPT_PAUSE (250 * USEC_PER_MSEC)
 
 /* ---- listeners ---- */
 
 /* Whether l accepts now: not held while workers are taken back, not waiting for the first worker, not
  * paused for lack of descriptors. */
 static bool listener_may_accept(const Frontend *fe, const Listener *l) {
-        return !fe->listeners_held && !fe->accept_paused && !(l->waited && fe->ready_timer);
+        return !fe->listeners_held && !fe->accept_pause.paused && !(l->waited && fe->ready_timer);
 }
 
 static void listeners_update(Frontend *fe) {
@@ -57,49 +54,16 @@ static void listeners_update(Frontend *fe) {
                                                    listener_may_accept(fe, &fe->listeners[i]) ? SD_EVENT_ON : SD_EVENT_OFF);
 }
 
-static int on_accept_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Frontend *fe = userdata;
-
-        fe->accept_paused = false;
-        listeners_update(fe);
-        return 0;
+static void set_accepting(void *userdata, bool on) {
+        listeners_update(userdata);
 }
 
 /* Said once per episode: while descriptors stay short, the pauses repeat without a line each. */
 static void accept_pause(Frontend *fe, const char *why) {
-        int r;
+        char detail[64];
 
-        if (fe->accept_paused)
-                return;
-        fe->accept_paused = true;
-        fe->accept_pauses++;
-        listeners_update(fe);
-        if (!fe->accept_pause_told) {
-                fe->accept_pause_told = true;
-                log_warning("Out of file descriptors (%s, %u client connections open): accepting paused, "
-                            "retried every %llu ms; open connections are served meanwhile",
-                            why, fe->n_connections, (unsigned long long) (ACCEPT_PAUSE / USEC_PER_MSEC));
-        }
-        if (fe->accept_timer)
-                r = sd_event_source_set_time_relative(fe->accept_timer, ACCEPT_PAUSE);
-        else
-                r = sd_event_add_time_relative(fe->event, &fe->accept_timer, CLOCK_MONOTONIC, ACCEPT_PAUSE,
-                                               10 * USEC_PER_MSEC, on_accept_timer, fe);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(fe->accept_timer, SD_EVENT_ONESHOT);
-        if (r < 0) {
-                /* no way back from a pause without its timer: then no pause */
-                log_warning_errno(r, "Failed to arm the accept pause timer, accepting again at once: %m");
-                on_accept_timer(NULL, 0, fe);
-        }
-}
-
-static void accept_episode_end(Frontend *fe) {
-        if (!fe->accept_pause_told)
-                return;
-        log_info("Accepting again after %u pauses for lack of file descriptors", fe->accept_pauses);
-        fe->accept_pause_told = false;
-        fe->accept_pauses = 0;
+        snprintf(detail, sizeof detail, "%u client connections open", fe->n_connections);
+        accept_pause_begin(&fe->accept_pause, why, detail);
 }
 
 /* Reserved for worker connections, channels and files: a quarter of the limit, read once. */
@@ -122,9 +86,8 @@ static int accept_one(Frontend *fe, int fd) {
         if (c < 0) {
                 if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
                         return 0;
-                if (errno == EMFILE || errno == ENFILE) {
-                        accept_pause(fe, errno == EMFILE ? "the process limit, raise LimitNOFILE=" :
-                                                           "the system's limit, fs.file-max");
+                if (accept_error_is_shortage(errno)) {
+                        accept_pause(fe, accept_shortage_why(errno));
                         return 0;
                 }
                 log_warning_errno(errno, "accept() failed: %m");
@@ -138,7 +101,7 @@ static int accept_one(Frontend *fe, int fd) {
                 accept_pause(fe, "a quarter of the limit is kept for worker connections");
                 return 0;
         }
-        accept_episode_end(fe);
+        accept_pause_end_episode(&fe->accept_pause);
         if (fe->n_connections >= fe->config->max_connections) {
                 fe->rejected_connections++;
                 frontend_log_client_error(fe, "Refused a connection: max_connections=%u reached",
@@ -666,6 +629,11 @@ int frontend_new(const FrontendOptions *o, Frontend **ret) {
         if (getrandom(fe->prng, sizeof fe->prng, 0) != sizeof fe->prng || (fe->prng[0] | fe->prng[1]) == 0)
                 fe->prng[0] = now_usec(CLOCK_REALTIME), fe->prng[1] = (uint64_t) getpid() | 1;
 
+        r = accept_pause_init(&fe->accept_pause, fe->event, "the front end's listeners", set_accepting, fe);
+        if (r < 0) {
+                log_error_errno(r, "Failed to make the accept pause timer: %m");
+                goto fail;
+        }
         r = frontend_state_dir(o->group, o->state_dir, &fe->state_dir);
         if (r < 0) {
                 log_error_errno(r, "No state directory for the cookie key: pass --state-dir");
@@ -734,7 +702,7 @@ Frontend *frontend_free(Frontend *fe) {
         fe->shutdown_deadline = sd_event_source_disable_unref(fe->shutdown_deadline);
         fe->sweep_timer = sd_event_source_disable_unref(fe->sweep_timer);
         fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);
-        fe->accept_timer = sd_event_source_disable_unref(fe->accept_timer);
+        accept_pause_done(&fe->accept_pause);
         free(fe->trusted);
         free(fe->state_dir);
         free(fe);

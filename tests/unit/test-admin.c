@@ -3,7 +3,8 @@
  * answers with its type (the monitor page with its Content-Security-Policy), HEAD without a body, other
  * methods 405, unknown paths 404, / to the monitor; population requests that arrive together share one
  * fan-out; a client that does not read a large answer holds up nobody else; a public address is refused
- * without admin_allow_public and taken with it. */
+ * without admin_allow_public and taken with it; out of descriptors, accepting pauses instead of spinning
+ * and the client that waited is answered once there is room. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -293,6 +295,35 @@ static void test_admin_new_refuses_public(void **state) {
         assert_int_equal(admin_new(m->event, "not an address", &m->status, &a), -EINVAL);
 }
 
+static void test_admin_out_of_descriptors(void **state) {
+        static const char raw[] = "GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n";
+        _cleanup_free_ char *answer = NULL;
+        struct rlimit old, low;
+        unsigned dispatches = 0;
+        usec_t start;
+        int fd, probe;
+
+        fd = send_request(raw);
+        /* no descriptor left for accept4(): the next free number is the limit */
+        probe = dup(fd);
+        assert_true(probe >= 0);
+        safe_close(probe);
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+        low = (struct rlimit) { .rlim_cur = (rlim_t) probe, .rlim_max = old.rlim_max };
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+        /* a listener that stayed on would be dispatched again at once, tens of thousands of times */
+        start = __real_now_usec(CLOCK_MONOTONIC);
+        while (__real_now_usec(CLOCK_MONOTONIC) - start < 200 * USEC_PER_MSEC)
+                if (sd_event_run(m->event, 10 * USEC_PER_MSEC) > 0)
+                        dispatches++;
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+        CHECK_EXPLAINED(dispatches < 20, "%u dispatches in 200 ms out of descriptors: the listener spins",
+                        dispatches);
+        /* the pause ends on its own: the client that waited in the queue is answered */
+        answer = receive(fd);
+        assert_true(startswith(answer, "HTTP/1.1 200 OK\r\n"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_admin_routes, setup, teardown),
@@ -301,6 +332,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_admin_population_shared, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_admin_slow_reader_blocks_nobody, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_admin_new_refuses_public, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_admin_out_of_descriptors, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
