@@ -130,7 +130,7 @@ static int read_workers(sd_bus_message *m, CtlStatus *s) {
                (r = sd_bus_message_read(m, BUS_API_WORKER_SIG, &w.id, &w.pid, &w.place, &w.state, &reception,
                                         &evacuating, &w.freshness, &w.occupancy, &w.bottleneck, &w.has,
                                         &w.memory, &w.cpu, &w.executor, &w.users, &w.inflight, &w.rps,
-                                        &w.memory_bytes, &w.cpu_cores, &w.held)) > 0) {
+                                        &w.memory_bytes, &w.cpu_cores, &w.held, &w.unhealthy)) > 0) {
                 CtlWorker *slot = GROW(s->workers, s->n_workers);
 
                 if (!slot)

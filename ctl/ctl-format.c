@@ -114,10 +114,11 @@ void ctl_print_workers(FILE *f, const CtlStatus *s) {
         for (size_t i = 0; i < s->n_workers; i++) {
                 const CtlWorker *w = &s->workers[i];
                 char name[24], bar[BAR_WIDTH + 1], m[16], c[16], e[16], rps[16], rss[16];
+                bool out = w->unhealthy && w->unhealthy[0];
 
                 snprintf(name, sizeof name, "w%u%s%s", w->id, w->reception ? " rec" : "",
                          w->evacuating ? " evac" : "");
-                fprintf(f, "%-8s %-9s [%s] %4.2f %-10s %5s %5s %5s %5u %5u %6s %7s %8u  %s\n", name,
+                fprintf(f, "%-8s %-9s [%s] %4.2f %-10s %5s %5s %5s %5u %5u %6s %7s %8u  %s%s%s%s\n", name,
                         w->state, ctl_occupancy_bar(w->occupancy, BAR_WIDTH, bar), w->occupancy,
                         w->bottleneck[0] ? w->bottleneck : "-",
                         fmt_fraction(m, sizeof m, w->has & BUS_API_HAS_MEMORY, w->memory),
@@ -125,8 +126,10 @@ void ctl_print_workers(FILE *f, const CtlStatus *s) {
                         fmt_fraction(e, sizeof e, w->has & BUS_API_HAS_EXECUTOR, w->executor), w->users,
                         w->inflight, fmt_fraction(rps, sizeof rps, w->has & BUS_API_HAS_RPS, w->rps),
                         fmt_bytes(rss, sizeof rss, w->has & BUS_API_HAS_MEMORY_BYTES, w->memory_bytes),
-                        w->pid,
+                        w->pid, out ? "out of new work: " : "", out ? w->unhealthy : "",
+                        out && w->held[0] ? "; " : "",
                         w->held[0]                           ? w->held
+                        : out                                ? ""
                         : strcmp(w->freshness, "fresh") == 0 ? "-"
                                                              : w->freshness);
         }
@@ -207,6 +210,11 @@ static void json_worker(FILE *f, const CtlWorker *w) {
         fputs(",\"held\":", f);
         if (w->held[0])
                 json_write_string(f, w->held);
+        else
+                fputs("null", f);
+        fputs(",\"unhealthy\":", f);
+        if (w->unhealthy && w->unhealthy[0])
+                json_write_string(f, w->unhealthy);
         else
                 fputs("null", f);
         fputc('}', f);

@@ -14,6 +14,7 @@
 typedef struct CtlWorker {
         unsigned id, pid;
         const char *place, *state, *freshness, *bottleneck, *held;
+        const char *unhealthy; /* why it takes no new work; "" or NULL: it does */
         bool reception, evacuating;
         double occupancy;
         unsigned has; /* BUS_API_HAS_*: which of the values below are present */

@@ -96,7 +96,7 @@ static int append_worker(const Bus *b, sd_bus_message *reply, const Worker *w, u
                 has & BUS_API_HAS_EXECUTOR ? o->component[COMPONENT_EXECUTOR] : 0.0,
                 capacity_worker_users(b->capacity, w), t.inflight, rates.valid ? rates.rps : 0.0,
                 (uint64_t) (has & BUS_API_HAS_MEMORY_BYTES ? last->memory_bytes : 0),
-                has & BUS_API_HAS_CPU_CORES ? last->cpu : 0.0, held);
+                has & BUS_API_HAS_CPU_CORES ? last->cpu : 0.0, held, strempty(w->unhealthy));
 }
 
 int bus_property_get_workers(sd_bus *bus, const char *path, const char *interface, const char *property,

@@ -18,14 +18,15 @@
 /* Reload: the configuration file does not parse (the message names file:line); the running one stays. */
 #define BUS_API_ERROR_RELOAD_FAILED "org.elasticpool.Group1.Error.ReloadFailed"
 
-/* Workers: a(uussbbsdsuddduudtds), one struct per worker, by id:
+/* Workers: a(uussbbsdsuddduudtdss), one struct per worker, by id:
  *   id, pid (for humans: the identity is the commander's pidfd), place (scope unit, else cgroup path,
  *   else ""), state, reception, evacuating, freshness, occupancy, bottleneck ("" when none),
  *   has (BUS_API_HAS_* bits: which of the following values are present), memory, cpu, executor
  *   (the averaged components in [0, 1]), users, inflight, rps, memory_bytes, cpu_cores (the last report's
- *   fraction of a core), held (why decisions on it are held, "" when nothing is).
+ *   fraction of a core), held (why decisions on it are held, "" when nothing is), unhealthy (why it is
+ *   taken out of new work: its reports stopped, or requests went unanswered; "" when it takes work).
  * A value whose bit is clear is absent and reads 0 on the wire: it must never be shown as 0. */
-#define BUS_API_WORKER_SIG       "(uussbbsdsuddduudtds)"
+#define BUS_API_WORKER_SIG       "(uussbbsdsuddduudtdss)"
 #define BUS_API_HAS_MEMORY       (1u << 0)
 #define BUS_API_HAS_CPU          (1u << 1)
 #define BUS_API_HAS_EXECUTOR     (1u << 2)

@@ -52,7 +52,7 @@ note "reception w$rec, other worker w$other"
 
 # ---- busctl: the object, its introspection against the installed XML, a property ----
 busctl --user introspect "$name" "$path" >"$EP_TMP/introspect.txt" || fail "busctl introspect failed"
-grep -qE '^\.Workers +property +a\(uussbbsdsuddduudtds\)' "$EP_TMP/introspect.txt" ||
+grep -qE '^\.Workers +property +a\(uussbbsdsuddduudtdss\)' "$EP_TMP/introspect.txt" ||
         fail "no Workers property: $(cat "$EP_TMP/introspect.txt")"
 busctl --user call "$name" "$path" org.freedesktop.DBus.Introspectable Introspect --json=short >"$EP_TMP/live.json" ||
         fail "Introspect failed"
@@ -68,7 +68,7 @@ if shape(live) != shape(installed):
     print("live:     ", shape(live)); print("installed:", shape(installed)); sys.exit(1)
 PY
 prop=$(busctl --user get-property "$name" "$path" "$iface" Workers) || fail "get-property Workers failed"
-[[ $prop == 'a(uussbbsdsuddduudtds) 2 1 '* ]] || fail "Workers: $prop"
+[[ $prop == 'a(uussbbsdsuddduudtdss) 2 1 '* ]] || fail "Workers: $prop"
 note "Workers: $prop"
 [[ $(busctl --user get-property "$name" "$path" "$iface" Group) == "s \"$group\"" ]] || fail "Group property"
 

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Intent: a worker that goes on reporting but stops answering HTTP does not take the guests down with it.
 # The reception (demo worker with --debug-hang) is told to hang; three requests of its user ann get 504
-# (response_timeout=1s): it is taken out of new work ("3 requests in a row unanswered"), status.json says
-# why, the reception passes to the healthy worker and guests get 200 from it. Its hang ends: it answers
+# (response_timeout=1s): it is taken out of new work ("3 requests in a row unanswered"), status.json and
+# `elastic-poolctl status` (over a private bus, where dbus-daemon exists) say why, the reception passes to the healthy worker and guests get 200 from it. Its hang ends: it answers
 # the commander's health probe and takes new work again. Hung again for good, it is stopped after
 # hung_timeout (SIGKILL after stop_timeout) and replaced, and ann is placed again on her next request,
 # the journal saying her state there is lost.
@@ -11,6 +11,12 @@
 . "$(dirname "$0")/commander-lib.sh"
 . "$(dirname "$0")/frontend-lib.sh"
 make_test_cgroup
+CTL=
+if command -v dbus-daemon >/dev/null; then
+        private_session_bus
+else
+        note "no dbus-daemon: elastic-poolctl status is not checked"
+fi
 
 fe_config "$DEMO_WORKER --debug-hang" pool.min_workers=2 pool.max_workers=2 pool.hung_timeout=8s \
         pool.unanswered_limit=3 frontend.response_timeout=1s
@@ -46,6 +52,12 @@ wait_log "w$rec is taken out of new work: 3 requests in a row unanswered"
 wait_log "w$other is now the reception"
 wait_until grep -q '"unhealthy":"3 requests in a row unanswered' "$EP_RUN/status.json" ||
         fail "status.json does not say why w$rec takes no new work"
+if [[ -n $CTL ]]; then
+        "$CTL" --user status "t$$" >"$EP_TMP/ctl.txt" || fail "elastic-poolctl status failed"
+        grep -qE "^w$rec .*out of new work: 3 requests in a row unanswered" "$EP_TMP/ctl.txt" ||
+                fail "elastic-poolctl status does not say why w$rec takes no new work: $(cat "$EP_TMP/ctl.txt")"
+        note "elastic-poolctl status: $(grep -E "^w$rec " "$EP_TMP/ctl.txt")"
+fi
 for i in 1 2 3 4 5; do
         [[ $(monitor_worker) == "$other" ]] || fail "guest request $i did not go to w$other while w$rec hangs"
 done

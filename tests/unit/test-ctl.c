@@ -162,6 +162,7 @@ static CtlStatus sample_status(CtlWorker *workers, CtlUser *users, CtlHold *hold
                                  .freshness = "stale",
                                  .bottleneck = "",
                                  .held = "no report for 17s",
+                                 .unhealthy = "no report for 17s",
                                  .occupancy = 0.0,
                                  .users = 1};
         users[0] = (CtlUser){.name = "alice", .worker = 1, .requests = 10, .busy_seconds = 0.5};
@@ -231,7 +232,9 @@ static void test_ctl_print_status_readable(void **state) {
         assert_non_null(strstr(out, "50.0M"));
         assert_non_null(
                 strstr(out, "w2       routable  [....................] 0.00 -              -     -     -"));
-        assert_non_null(strstr(out, "no report for 17s\n"));
+        /* taken out of new work, and why; then what holds it */
+        assert_non_null(strstr(out, "  out of new work: no report for 17s; no report for 17s\n"));
+        assert_non_null(strstr(out, "     100  -\n")); /* w1 takes work, nothing holds it */
 }
 
 static void test_ctl_print_users_lines(void **state) {
@@ -286,6 +289,7 @@ static void test_ctl_json_status_valid(void **state) {
                      "assert w2['components'] == {'memory': None, 'cpu': None, 'executor': None}, w2\n"
                      "assert w2['rps'] is None and w2['memory_bytes'] is None and w2['bottleneck'] is None\n"
                      "assert w2['held'] == 'no report for 17s'\n"
+                     "assert w1['unhealthy'] is None and w2['unhealthy'] == 'no report for 17s', w2\n"
                      "assert [u['name'] for u in d['users']] == ['alice', 'b\"ob']\n"
                      "assert d['holds']['scale_up'] is None\n"
                      "assert d['holds']['compaction']['worker'] == 'w2'\n"
