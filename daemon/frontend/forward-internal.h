@@ -258,6 +258,13 @@ static inline void forward_pool_unanswered(ForwardPool *p) {
         p->counters.unanswered++;
 }
 
+/* A connect that failed for the worker's sake counts (nothing listens, its accept queue stays full); one
+ * that failed for ours (out of descriptors or memory) says nothing of the worker. */
+static inline void forward_pool_connect_failed(ForwardPool *p, int error) {
+        if (error == -ECONNREFUSED || error == -ENOENT || error == -EAGAIN)
+                forward_pool_unanswered(p);
+}
+
 static inline size_t forward_conn_pending_out(const Connection *c) {
         return c->out_len - c->out_off;
 }
