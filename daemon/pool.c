@@ -105,6 +105,12 @@ void pool_pick_reception(Pool *p) {
                             (pass > 0 || (!w->evacuating && !worker_outdated(w) && !w->unhealthy)))
                                 p->reception = w;
                 }
+        /* taken out of new work with nobody to pass to: it stays the reception rather than none (guests
+         * would get 503 even after it answers again) */
+        if (!p->reception && old && old->unhealthy && worker_is_routable(old)) {
+                p->reception = old;
+                return;
+        }
         if (p->reception)
                 log_info("%s is now the reception", WORKER_NAME(p->reception));
 }
@@ -544,7 +550,8 @@ static void become_routable(Pool *p, Worker *w) {
         w->probe_timer = sd_event_source_disable_unref(w->probe_timer);
         w->probe_fd = safe_close(w->probe_fd);
         arm_stable_timer(p, w);
-        if (!p->reception)
+        /* one taken out of new work stayed the reception only for want of another */
+        if (!p->reception || p->reception->unhealthy)
                 p->reception = w;
         log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_READY, .event = "ready", .worker = (int) w->id),
                    "Worker %s is routable %s after its spawn (Hello after %s)%s", WORKER_NAME(w),
@@ -859,7 +866,7 @@ void pool_set_unhealthy(Pool *p, Worker *w, const char *why) {
         w->unhealthy = copy;
         pool_changed(p);
         /* guests are served by a worker that answers */
-        if (why && p->reception == w)
+        if ((why && p->reception == w) || !p->reception)
                 pool_pick_reception(p);
 }
 

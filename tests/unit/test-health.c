@@ -179,6 +179,20 @@ static void test_health_unanswered_hung_stopped(void **state) {
         assert_string_equal(w2->stop_reason, "hung: unanswered for hung_timeout");
 }
 
+static void test_health_sole_worker_keeps_reception(void **state) {
+        Worker *w1 = fixture_add_worker(m, WORKER_ROUTABLE);
+
+        answer(w1, -3);
+        run(w1, NULL, false, USEC_PER_SEC);
+        assert_non_null(w1->unhealthy);
+        /* nobody to pass it to: guests still find a worker, the one there is */
+        assert_ptr_equal(m->pool.reception, w1);
+        answer(w1, 1);
+        run(w1, NULL, false, USEC_PER_SEC);
+        assert_null(w1->unhealthy);
+        assert_ptr_equal(m->pool.reception, w1);
+}
+
 /* The worker's socket, played by the test: a listener at w's socket_path. */
 static int listen_as(Worker *w) {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -239,6 +253,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_health_slow_worker_not_taken_out, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_health_unanswered_hung_stopped, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_health_probe_answer_takes_back, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_health_sole_worker_keeps_reception, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
