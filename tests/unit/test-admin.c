@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -24,6 +23,7 @@
 
 #include "admin.h"
 #include "cleanup.h"
+#include "fd-shortage.h"
 #include "fd-util.h"
 #include "macro.h"
 #include "manager-fixture.h"
@@ -298,25 +298,19 @@ static void test_admin_new_refuses_public(void **state) {
 static void test_admin_out_of_descriptors(void **state) {
         static const char raw[] = "GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n";
         _cleanup_free_ char *answer = NULL;
-        struct rlimit old, low;
         unsigned dispatches = 0;
+        struct rlimit old;
         usec_t start;
-        int fd, probe;
+        int fd;
 
         fd = send_request(raw);
-        /* no descriptor left for accept4(): the next free number is the limit */
-        probe = dup(fd);
-        assert_true(probe >= 0);
-        safe_close(probe);
-        assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
-        low = (struct rlimit) { .rlim_cur = (rlim_t) probe, .rlim_max = old.rlim_max };
-        assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+        fd_shortage_begin(&old);
         /* a listener that stayed on would be dispatched again at once, tens of thousands of times */
         start = __real_now_usec(CLOCK_MONOTONIC);
         while (__real_now_usec(CLOCK_MONOTONIC) - start < 200 * USEC_PER_MSEC)
                 if (sd_event_run(m->event, 10 * USEC_PER_MSEC) > 0)
                         dispatches++;
-        assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+        fd_shortage_end(&old);
         CHECK_EXPLAINED(dispatches < 20, "%u dispatches in 200 ms out of descriptors: the listener spins",
                         dispatches);
         /* the pause ends on its own: the client that waited in the queue is answered */

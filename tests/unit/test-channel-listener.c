@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -25,6 +24,7 @@
 #include "cgroup.h"
 #include "channel-listener.h"
 #include "cleanup.h"
+#include "fd-shortage.h"
 #include "fd-util.h"
 #include "macro.h"
 
@@ -188,23 +188,17 @@ static void test_channel_listener_refusals_flood(void **state) {
 /* Out of descriptors: accepting pauses (no spin, the peer waits in the queue) and resumes by itself. */
 static void test_channel_listener_out_of_descriptors(void **state) {
         Seen seen = { .taken_fd = -1 };
-        struct rlimit old, low;
+        struct rlimit old;
         ChannelListener *l;
-        int fd, probe;
+        int fd;
 
         assert_int_equal(channel_listener_new(event, path, -EBADF, on_peer, &seen, &l), 0);
         fd = connect_to(path);
-        /* no descriptor left for accept4(): the next free number is the limit */
-        probe = dup(fd);
-        assert_true(probe >= 0);
-        safe_close(probe);
-        assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
-        low = (struct rlimit) { .rlim_cur = (rlim_t) probe, .rlim_max = old.rlim_max };
-        assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+        fd_shortage_begin(&old);
         for (unsigned i = 0; i < 5; i++)
                 assert_true(sd_event_run(event, 10 * 1000) >= 0);
         assert_int_equal(seen.calls, 0);
-        assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+        fd_shortage_end(&old);
         /* the pause ends on its own: the peer that waited is taken */
         run_until(&seen, 1);
         safe_close(seen.taken_fd);
