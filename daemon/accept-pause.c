@@ -32,7 +32,7 @@ int accept_pause_init(AcceptPause *a, sd_event *event, const char *what,
                       void (*set_accepting)(void *userdata, bool on), void *userdata) {
         int r;
 
-        *a = (AcceptPause) { .event = event, .what = what, .set_accepting = set_accepting, .userdata = userdata };
+        *a = (AcceptPause) { .what = what, .set_accepting = set_accepting, .userdata = userdata };
         r = sd_event_add_time(event, &a->timer, CLOCK_MONOTONIC, 0, 10 * USEC_PER_MSEC, on_timer, a);
         if (r < 0)
                 return r;
@@ -49,7 +49,8 @@ void accept_pause_begin(AcceptPause *a, const char *why, const char *detail) {
                 r = sd_event_source_set_enabled(a->timer, SD_EVENT_ONESHOT);
         if (r < 0) {
                 /* no way back from a pause without its timer: then no pause */
-                log_warning_errno(r, "Failed to arm the accept pause timer of %s, accepting on: %m", a->what);
+                log_warning_errno(r, "Failed to arm the accept pause timer of %s, accepting on: %m",
+                                  a->what);
                 return;
         }
         a->paused = true;

@@ -15,7 +15,6 @@
 #define ACCEPT_PAUSE (250 * USEC_PER_MSEC)
 
 typedef struct AcceptPause {
-        sd_event *event;
         const char *what; /* the listener, for the journal: "channel.sock", "the admin listener" */
         /* turns the listener off (false) while paused, and on again (true) */
         void (*set_accepting)(void *userdata, bool on);

@@ -33,7 +33,7 @@ struct ChannelListener {
         char *path;
         bool open_to_all;
         uint64_t refused;
-        AcceptPause pause;        /* no descriptor left: the queue keeps the sensors, the loop does not spin */
+        AcceptPause pause;      /* out of descriptors: the queue keeps the sensors, the loop does not spin */
         usec_t log_window;      /* the second the logged refusals below belong to */
         unsigned logged, suppressed;
         ChannelPeerHandler handler;

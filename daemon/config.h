@@ -152,7 +152,8 @@ typedef struct Config {
         usec_t move_timeout;      /* 0 = hold_timeout / 2: a live move gives up past it */
         bool readopt;             /* yes: workers outlive a commander crash and the next one takes them back */
         usec_t adopt_timeout;     /* 15 s: a re-adopted worker's sensor must reconnect within it */
-        usec_t hung_timeout;      /* 60 s: a worker silent (or unanswering) this long is stopped and replaced; 0 = never */
+        usec_t hung_timeout;      /* 60 s: a worker silent (or out for unanswered requests) this long is
+                                   * stopped and replaced; 0 = never */
         uint32_t unanswered_limit; /* 3: requests in a row a worker leaves unanswered before it takes no new
                                     * work; 0 = never */
         ReloadState reload_state; /* repoint */

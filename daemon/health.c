@@ -70,8 +70,8 @@ static void probe(Health *h, Worker *w, usec_t now) {
         h->probes = grown;
         r = health_probe_new(h->event, w->id, w->socket_path, on_probe_answered, h, &h->probes[h->n_probes]);
         if (r < 0)
-                return (void) log_debug_errno(r, "Health probe of %s failed to start (%m), again in a second",
-                                              WORKER_NAME(w));
+                return (void) log_debug_errno(
+                        r, "Health probe of %s failed to start (%m), again in a second", WORKER_NAME(w));
         h->n_probes++;
 }
 
@@ -100,8 +100,8 @@ static void take_out(Health *h, Worker *w, HealthCause cause, usec_t now, const 
 static void take_back(Health *h, Worker *w, usec_t now, const char *why) {
         if (w->health.cause == HEALTH_CAUSE_NONE)
                 return;
-        log_struct(LOG_NOTICE, LOG_FIELDS(.event = "unhealthy", .worker = (int) w->id), "%s answers again: %s",
-                   WORKER_NAME(w), why);
+        log_struct(LOG_NOTICE, LOG_FIELDS(.event = "unhealthy", .worker = (int) w->id),
+                   "%s answers again: %s", WORKER_NAME(w), why);
         w->health.cause = HEALTH_CAUSE_NONE;
         w->health.out_since = 0;
         pool_set_unhealthy(h->pool, w, NULL);
@@ -131,8 +131,9 @@ static void stop_hung(Health *h, Worker *w, usec_t out_for, const char *what) {
                    "%s %s for %s (hung_timeout=%s): stopping it; it is replaced as capacity needs",
                    WORKER_NAME(w), what, format_timespan(span, sizeof span, out_for),
                    format_timespan(limit, sizeof limit, config->hung_timeout));
-        pool_stop_worker(h->pool, w, w->health.cause == HEALTH_CAUSE_SILENT ? "hung: no report for hung_timeout"
-                                                                           : "hung: unanswered for hung_timeout");
+        pool_stop_worker(h->pool, w,
+                         w->health.cause == HEALTH_CAUSE_SILENT ? "hung: no report for hung_timeout"
+                                                                : "hung: unanswered for hung_timeout");
 }
 
 static void check_silent(Health *h, Worker *w, usec_t since, usec_t now) {

@@ -37,7 +37,7 @@ typedef struct Manager {
         Compaction compaction; /* drains a worker by moving its users off, then retires it */
         Relief relief;        /* a worker over admission hands its heaviest users to one with room */
         Rollout rollout;      /* a reload that changed the worker definition replaces the workers */
-        Health health;        /* a worker that stops answering takes no new work, and is replaced if it stays so */
+        Health health;        /* a worker that stops answering takes no new work; replaced if it stays so */
         Placement placement;  /* the commander's answers to the front end */
         StatusView status;    /* what status.json, the admin listener (and later D-Bus) read */
 

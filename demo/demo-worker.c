@@ -63,9 +63,10 @@ static void help(void) {
                "  --install-error           refuse every install: InstallResult ok=false (after the delay)\n"
                "  --snapshot-delay DURATION wait this long before each snapshot (a slow source)\n"
                "The delays stall the worker's event loop: meanwhile it takes no new request, sends no\n"
-               "report and handles no signal.\n"
-               "  --debug-hang              enable /debug/hang?for=DURATION: the requests after it wait that\n"
-               "                            long before they are handled (the sensor reports on)\n\n"
+               "report and handles no signal.\n\n"
+               "For tests of the commander's health checks (default: off):\n"
+               "  --debug-hang              enable /debug/hang?for=DURATION: the requests after it wait\n"
+               "                            that long before they are handled (the sensor reports on)\n\n"
                "Endpoints: / /hello /login?user=U /logout /state /work?cpu_ms=&alloc_kb=&sleep_ms=&bytes=\n"
                "           /_monitor/state /debug/hang?for= (with --debug-hang)\n",
                PROGRAM, THREADS_MAX);

@@ -320,7 +320,8 @@ static void on_debug_hang(App *app, const HttpRequest *req, const Target *t, Htt
 
         if (!app->debug_hang)
                 return http_response_text(resp, 404, "no such endpoint: /debug/hang (needs --debug-hang)\n");
-        if (query_get(t->query, t->query_len, "for", value, sizeof value) < 0 || parse_duration(value, &d) < 0)
+        if (query_get(t->query, t->query_len, "for", value, sizeof value) < 0 ||
+            parse_duration(value, &d) < 0)
                 return http_response_text(resp, 400, "/debug/hang?for=DURATION (such as 10s)\n");
         atomic_store(&app->hang_until, now_usec(CLOCK_MONOTONIC) + d);
         log_warning("Not answering requests for %s (/debug/hang)", format_timespan(span, sizeof span, d));
