@@ -591,7 +591,7 @@ void forward_conn_start(Connection *c) {
         }
         r = conn_connect(c);
         if (r < 0)
-                forward_pool_connect_failed(c->up.pool, r);
+                forward_conn_connect_failed(c, r);
         if (r == -EAGAIN)
                 forward_conn_fail(c, 504, "worker socket backlog full");
         else if (r < 0)
@@ -622,7 +622,7 @@ static void conn_retry(Connection *c) {
         c->hf_value = false;
         r = conn_connect(c);
         if (r < 0) {
-                forward_pool_connect_failed(p, r);
+                forward_conn_connect_failed(c, r);
                 forward_conn_fail(c, 502, "reconnect after a closed keep-alive connection failed: %s",
                                   forward_errstr(r));
         }
@@ -692,21 +692,21 @@ void forward_conn_timeout(Connection *c, usec_t now) {
                         c->retry_at = 0;
                         r = conn_try_connect(c);
                         if (r < 0)
-                                forward_pool_connect_failed(p, r);
+                                forward_conn_connect_failed(c, r);
                         if (r == -EAGAIN)
                                 forward_conn_fail(c, 504, "worker socket backlog full for %s", span);
                         else if (r < 0)
                                 forward_conn_fail(c, 502, "connect failed: %s", forward_errstr(r));
                         return;
                 }
-                forward_pool_unanswered(p);
+                forward_conn_unanswered(c);
                 if (c->retry_at != 0)
                         forward_conn_fail(c, 504, "worker socket backlog full for %s", span);
                 else
                         forward_conn_fail(c, 504, "connect timed out after %s", span);
                 return;
         }
-        forward_pool_unanswered(p);
+        forward_conn_unanswered(c);
         if (c->head_done)
                 forward_conn_fail(c, 504, "response body stalled for %s after %" PRIu64 " bytes", span,
                                   c->body_bytes);

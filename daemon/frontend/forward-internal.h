@@ -232,6 +232,7 @@ struct ForwardPool {
         bool timer_armed;
         unsigned depth;
         bool draining, dead, queue_busy, queue_again;
+        usec_t last_answer_at; /* the last response head: health's counters (forward_conn_unanswered()) */
 };
 
 static inline const char *forward_errstr(int e) {
@@ -247,22 +248,28 @@ static inline usec_t forward_pool_now(ForwardPool *p) {
         return t;
 }
 
-/* The worker answered (a response head), or left an exchange unanswered (a response timeout, a connect
- * that failed or timed out): health's counters, nothing else reads them. */
+/* Health's counters, nothing else reads them: the worker answered (a response head), or left c's
+ * exchange unanswered (a response timeout, a connect that failed or timed out). An exchange that waited
+ * while the worker answered another is slow, not unanswered: a burst of slow requests timing out
+ * together says nothing of a worker that answered the rest meanwhile. */
 static inline void forward_pool_answered(ForwardPool *p) {
         p->counters.answers++;
         p->counters.unanswered = 0;
+        p->last_answer_at = forward_pool_now(p);
 }
 
-static inline void forward_pool_unanswered(ForwardPool *p) {
-        p->counters.unanswered++;
+static inline void forward_conn_unanswered(const Connection *c) {
+        ForwardPool *p = c->up.pool;
+
+        if (c->up.started >= p->last_answer_at)
+                p->counters.unanswered++;
 }
 
 /* A connect that failed for the worker's sake counts (nothing listens, its accept queue stays full); one
  * that failed for ours (out of descriptors or memory) says nothing of the worker. */
-static inline void forward_pool_connect_failed(ForwardPool *p, int error) {
+static inline void forward_conn_connect_failed(const Connection *c, int error) {
         if (error == -ECONNREFUSED || error == -ENOENT || error == -EAGAIN)
-                forward_pool_unanswered(p);
+                forward_conn_unanswered(c);
 }
 
 static inline size_t forward_conn_pending_out(const Connection *c) {

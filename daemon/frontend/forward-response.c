@@ -479,7 +479,7 @@ static void conn_io(Connection *c, uint32_t revents) {
                 if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &error, &len) < 0)
                         error = errno;
                 if (error != 0) {
-                        forward_pool_connect_failed(c->up.pool, -error);
+                        forward_conn_connect_failed(c, -error);
                         forward_conn_lost(c, -error, "connect failed");
                 } else
                         forward_conn_connected(c);

@@ -61,9 +61,9 @@ typedef struct ForwardCounters {
         unsigned idle;           /* of which idle */
         /* for health (daemon/health.c): whether the worker answers at all */
         uint64_t answers;        /* response heads received (any status), cumulative */
-        unsigned unanswered;     /* exchanges since the last answer that timed out (504) or could not
-                                    connect (refused, no socket, queue full; not for want of our own
-                                    descriptors): a slow worker under load still answers in between */
+        unsigned unanswered;     /* exchanges begun after the last answer that timed out (504) or could
+                                    not connect (refused, no socket, queue full; not for want of our own
+                                    descriptors): a slow worker under load answers some meanwhile */
 } ForwardCounters;
 
 /* 0 or -errno. The pool connects lazily. */

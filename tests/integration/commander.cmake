@@ -6,6 +6,6 @@ endforeach()
 # burns real CPU and judges occupancy from it: alone on the machine
 set_tests_properties(integration/commander-scale-real-load PROPERTIES RUN_SERIAL TRUE)
 # health: a hung worker (silent, or not answering) is taken out of new work, then replaced (tests/integration/health-*.sh)
-foreach(t hung-reception unanswered)
+foreach(t hung-reception unanswered slow-not-out)
         ep_integration_test(health-${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/health-${t}.sh TIMEOUT 120)
 endforeach()

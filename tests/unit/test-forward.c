@@ -689,6 +689,47 @@ static FakeAction silent(FakeConn *c) {
         return FAKE_SILENT;
 }
 
+static FakeAction silent_on_slow(FakeConn *c) {
+        return c->raw && strstr(c->raw, "GET /slow ") ? FAKE_SILENT : FAKE_ANSWER;
+}
+
+/* Health counts what a worker leaves unanswered, not what it is slow at: a request that times out while
+ * the worker answered another meanwhile does not count; one begun after its last answer does. */
+static void test_forward_unanswered_only_after_last_answer(void **state) {
+        const ForwardCounters *k;
+        FakeExchange a, b, c;
+        FakeWorker w;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        w.decide = silent_on_slow;
+        p = pool_new(w.path, 4, 4, 100 * USEC_PER_MSEC);
+        k = forward_pool_counters(p);
+        get_init(&a, "/slow", "a");
+        get_init(&b, "/", "b");
+        assert_int_equal(forward_start(p, &a.x), 0);
+        RUN_UNTIL(w.requests == 1);
+        assert_int_equal(forward_start(p, &b.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&a) && fake_exchange_finished(&b));
+        assert_int_equal(a.fail_status, 504);
+        assert_int_equal(b.ends, 1);
+        assert_int_equal(k->answers, 1);
+        assert_int_equal(k->unanswered, 0);
+
+        /* begun after that answer, and nothing answered while it waited: it counts */
+        get_init(&c, "/slow", "c");
+        assert_int_equal(forward_start(p, &c.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&c));
+        assert_int_equal(c.fail_status, 504);
+        assert_int_equal(k->unanswered, 1);
+
+        fake_exchange_done(&a);
+        fake_exchange_done(&b);
+        fake_exchange_done(&c);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
 /* Few fields, each large: the byte limit, not the field count, trips. */
 static char *oversized_head(void) {
         size_t n = FORWARD_RESPONSE_HEAD_MAX + 1024;
@@ -1697,6 +1738,7 @@ int main(void) {
                 LOOP_TEST(test_forward_pool_drain_finishes_busy_then_closes),
                 LOOP_TEST(test_forward_pool_free_fails_inflight_exchanges),
                 LOOP_TEST(test_forward_pool_free_from_a_callout),
+                LOOP_TEST(test_forward_unanswered_only_after_last_answer),
         };
         struct CMUnitTest tests[ELEMENTSOF(serialize_cases) + ELEMENTSOF(refuse_cases) +
                                 ELEMENTSOF(filter_cases) + ELEMENTSOF(retry_cases) +
