@@ -92,6 +92,9 @@ static void write_occupancy(Exposition *e) {
         family(e, "worker_users", "gauge", "Logged-in users the commander places on the worker.");
         FOREACH_WORKER(e, w) sample_u64(e, "worker_users", worker_label(w, l, sizeof l),
                                         capacity_worker_users(e->v->capacity, w));
+        family(e, "worker_unhealthy", "gauge",
+               "Whether (1) the worker is taken out of new work: its reports stopped, or requests went unanswered.");
+        FOREACH_WORKER(e, w) sample_u64(e, "worker_unhealthy", worker_label(w, l, sizeof l), w->unhealthy != NULL);
         family(e, "worker_drift", "gauge",
                "Whether (1) a register the worker reports (users, connections) drifts from the commander's count.");
         FOREACH_WORKER(e, w) {

@@ -52,7 +52,8 @@ static char *metrics(void) {
         return buf;
 }
 
-/* w1 reports cpu and an executor, w2 no cpu, w3 is starting; the front end forwarded to w1 only. */
+/* w1 reports cpu and an executor, w2 no cpu (and is out of new work), w3 is starting; the front end
+ * forwarded to w1 only. */
 static void three_workers(void) {
         Worker *w1 = fixture_add_worker(m, WORKER_ROUTABLE), *w2 = fixture_add_worker(m, WORKER_ROUTABLE);
 
@@ -71,6 +72,7 @@ static void three_workers(void) {
                 latency_histogram_add(&fe.traffic[1].latency, 2 * USEC_PER_MSEC);
         latency_histogram_add(&fe.traffic[1].latency, 3 * USEC_PER_SEC);
         fe.traffic[2] = (WorkerTraffic) { .inflight = 0 }; /* known, but no forward pool yet */
+        pool_set_unhealthy(&m->pool, w2, "no report for 17s"); /* health took it out of new work */
         fe.totals = (FrontendTotals) { .requests = 12, .errors = 1, .connections = 5, .h2_connections = 2,
                                        .streams = 3 };
 }
@@ -191,6 +193,8 @@ static void test_metrics_write_values(void **state) {
         ASSERT_LINE(text, "elastic_pool_deaths_total{group=\"test\",cause=\"oom\"} 0");
         ASSERT_LINE(text, "elastic_pool_moves_total{group=\"test\",outcome=\"aborted\"} 0");
         ASSERT_LINE(text, "elastic_pool_worker_drift{group=\"test\",worker=\"w1\",register=\"users\"} 0");
+        ASSERT_LINE(text, "elastic_pool_worker_unhealthy{group=\"test\",worker=\"w1\"} 0");
+        ASSERT_LINE(text, "elastic_pool_worker_unhealthy{group=\"test\",worker=\"w2\"} 1");
         /* w3 in flight: compaction waits, and says so */
         assert_true(m->capacity.compaction_hold.active);
         ASSERT_LINE(text, "elastic_pool_hold{group=\"test\",decision=\"compaction\"} 1");
