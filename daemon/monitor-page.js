@@ -91,6 +91,10 @@
     const cell = td(w.shown + (w.reception ? " · reception" : ""));
     if (w.freshness !== "fresh" && w.freshness !== "new")
       cell.appendChild(el("div", w.freshness + " for " + span(w.not_fresh_ms), "state-held"));
+    if (w.unhealthy) {
+      cell.appendChild(el("div", "out of new work: " + w.unhealthy, "state-held"));
+      cell.classList.add("held");
+    }
     if (w.held) {
       cell.appendChild(el("div", w.held.decision + " " + w.held.kind + ": " + w.held.reason, "state-held"));
       cell.classList.add("held");

@@ -66,6 +66,11 @@ static void write_state(FILE *f, const StatusView *v, const Worker *w, usec_t no
                 fputc('}', f);
         } else
                 fputs("null", f);
+        fputs(",\"unhealthy\":", f);
+        if (w->unhealthy)
+                json_write_string(f, w->unhealthy);
+        else
+                fputs("null", f);
         fputc(',', f);
 }
 

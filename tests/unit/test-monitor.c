@@ -83,6 +83,7 @@ static void test_monitor_write_json_workers(void **state) {
         fixture_report(w1, READING(.cpu = 0.6, .busy = 3, .total = 4));
         fixture_set_users(m, w1, 4);
         w2->evacuating = true;
+        pool_set_unhealthy(&m->pool, w2, "3 requests in a row unanswered");
         w2->drift.state[DRIFT_USERS] = (DriftState) { .streak = 7, .since = fixture_now - 30 * USEC_PER_SEC,
                                                       .reported = 3, .expected = 1, .sustained = true };
         m->capacity.compaction_hold = (Hold) { .active = true, .kind = DECISION_HELD, .worker = (int) w2->id,
@@ -106,8 +107,10 @@ static void test_monitor_write_json_workers(void **state) {
         assert_true(is_null(o, "rps"));
         assert_true(is_null(o, "p50_ms"));
         assert_true(is_null(o, "held"));
+        assert_true(is_null(o, "unhealthy"));
 
         o = worker(doc, 1);
+        assert_string_equal(json_object_get_string(get(o, "unhealthy")), "3 requests in a row unanswered");
         assert_string_equal(json_object_get_string(get(o, "shown")), "evacuating");
         assert_string_equal(json_object_get_string(get(get(o, "held"), "decision")), "compaction");
         assert_string_equal(json_object_get_string(get(get(o, "held"), "reason")), "held: w2 no report for 17s");
