@@ -3,8 +3,9 @@
 # Intent: a worker that goes on reporting but stops answering HTTP does not take the guests down with it.
 # The reception (demo worker with --debug-hang) is told to hang; three requests of its user ann get 504
 # (response_timeout=1s): it is taken out of new work ("3 requests in a row unanswered"), status.json and
-# `elastic-poolctl status` (over a private bus, where dbus-daemon exists) say why, the reception passes to the healthy worker and guests get 200 from it. Its hang ends: it answers
-# the commander's health probe and takes new work again. Hung again for good, it is stopped after
+# `elastic-poolctl status` (over a private bus, where dbus-daemon exists) say why, the reception passes
+# to the healthy worker and guests get 200 from it. Its hang ends: it answers the commander's health
+# probe and takes new work again. Hung again for good, it is stopped after
 # hung_timeout (SIGKILL after stop_timeout) and replaced, and ann is placed again on her next request,
 # the journal saying her state there is lost.
 . "$(dirname "$0")/lib.sh"
