@@ -214,6 +214,7 @@ static const KeyInfo key_table[_CONFIG_KEY_MAX] = {
         KEY(WEBSOCKET, "frontend", websocket, VALUE_BOOL, RULE_NONE),
         KEY(WEBSOCKET_IDLE_TIMEOUT, "frontend", websocket_idle_timeout, VALUE_DURATION, RULE_POSITIVE),
         KEY(MIN_BODY_RATE, "frontend", min_body_rate, VALUE_SIZE, RULE_NONE),
+        KEY(CLIENT_WORKER_SHARE, "frontend", client_worker_share, VALUE_DOUBLE, RULE_FRACTION),
 };
 
 static const char *const section_table[] = {"worker", "pool", "policy", "frontend"};
@@ -723,6 +724,7 @@ int config_init_defaults(Config *c) {
                 .websocket = true,
                 .websocket_idle_timeout = 600 * USEC_PER_SEC,
                 .min_body_rate = 512,
+                .client_worker_share = 0.5,
         };
 
         if (strv_consume(&c->exec, strdup(EP_DEMO_WORKER_PATH)) < 0)

@@ -98,6 +98,7 @@ typedef enum ConfigKey {
         CONFIG_KEY_WEBSOCKET,
         CONFIG_KEY_WEBSOCKET_IDLE_TIMEOUT,
         CONFIG_KEY_MIN_BODY_RATE,
+        CONFIG_KEY_CLIENT_WORKER_SHARE,
         _CONFIG_KEY_MAX,
         _CONFIG_KEY_INVALID = -EINVAL,
 } ConfigKey;
@@ -201,6 +202,8 @@ typedef struct Config {
         usec_t websocket_idle_timeout;       /* 10 min: a tunnel with no byte either way is ended (1001) */
         uint64_t min_body_rate;              /* 512 bytes/s a request body must average over each
                                               * header_timeout; 0 = no rate, only the idle_timeout stall */
+        double client_worker_share;          /* 0.5: (0, 1] of a worker's queue one client may fill; freed
+                                              * upstream connections go to the client holding the fewest */
 
         /* Line of the last assignment of each key in path; 0 = not set by the file (default, or set in
          * code). Cross-key errors name these lines. */

@@ -188,6 +188,14 @@ int forward_conn_new(ForwardPool *p, Connection **ret) {
         return 0;
 }
 
+/* The exchange on c no longer counts against its client's share (it left, or became a tunnel). */
+void forward_conn_share_release(Connection *c) {
+        if (!c->client)
+                return;
+        slot_share_release(&c->up.pool->share, c->client);
+        c->client = NULL;
+}
+
 /* The exchange leaves the connection (completed, failed, or gone): counters, no callout. */
 Exchange *forward_conn_release(Connection *c) {
         ForwardPool *p = c->up.pool;
@@ -195,6 +203,7 @@ Exchange *forward_conn_release(Connection *c) {
 
         if (!x)
                 return NULL;
+        forward_conn_share_release(c);
         x->upstream = NULL;
         c->up.x = NULL;
         p->counters.inflight--;

@@ -24,6 +24,7 @@
 #include "forward-serialize.h"
 #include "forward.h"
 #include "macro.h"
+#include "slot-share.h"
 
 /* Request body buffered per connection (bytes accepted from the client, not yet taken by the worker's
  * socket): forward_request_body() returns 1 above the high-water mark and the client is resumed once
@@ -60,6 +61,7 @@ void forward_pool_buffer_stats(const ForwardPool *p, ForwardBufferStats *ret);
 #define DEFAULT_MAX_QUEUED 1024U
 #define DEFAULT_RESPONSE_TIMEOUT (60 * USEC_PER_SEC)
 #define DEFAULT_IDLE_TIMEOUT (30 * USEC_PER_SEC)
+#define DEFAULT_CLIENT_SHARE 0.5
 #define OUT_INITIAL (16U * 1024U)
 /* A Unix socket whose accept backlog is full refuses a non-blocking connect with EAGAIN (there is no
  * EINPROGRESS for AF_UNIX): try again, backing off, until the response timeout. */
@@ -127,9 +129,17 @@ typedef struct Body {
         bool tunnel;        /* a WebSocket handshake: no framing; after the 101 the bytes of the tunnel */
 } Body;
 
+/* A request waiting for a free connection: in the pool's queue (arrival order: deadlines, the bound),
+ * and once ready in its client's list of the slot share (slot-share.h), which decides who goes next.
+ * Ready: nothing more to wait for before it is worth a worker connection. A request with a body is not,
+ * until the first body bytes came (or the body ended): a client that sends a head and then stalls costs
+ * us this waiter, never a worker connection. */
 typedef struct Waiter {
         Upstream up;
         Link link;
+        ShareClient *client;
+        ShareLink share_link;
+        bool ready;
         usec_t deadline;
         Body body;
         char *data; /* body bytes that arrived while queued (unframed) */
@@ -168,6 +178,7 @@ typedef struct RawField {
 typedef struct Connection {
         Upstream up;
         ConnState state;
+        ShareClient *client; /* whose share the exchange on it counts against (none for a tunnel) */
         int fd;
         /* io is edge-triggered, added once connect() succeeded (an unconnected stream socket reports
          * EPOLLHUP) and never disabled; an edge only says the socket changed, so its state is kept here.
@@ -227,6 +238,7 @@ struct ForwardPool {
         ForwardCounters counters;
         ForwardBufferStats stats;
         List conns, idle, timed, pending, queue;
+        SlotShare share;
         sd_event_source *timer, *defer;
         usec_t timer_at;
         bool timer_armed;
@@ -281,6 +293,7 @@ void forward_pool_arm(ForwardPool *p, usec_t when);
 void forward_pool_pending_add(ForwardPool *p, Connection *c, unsigned what);
 void forward_pool_pending_remove(ForwardPool *p, Connection *c);
 void forward_pool_dispatch_queue(ForwardPool *p);
+void forward_conn_share_release(Connection *c);
 void forward_conn_recycle(Connection *c);
 void forward_pool_enter(ForwardPool *p);
 void forward_pool_leave(ForwardPool *p);

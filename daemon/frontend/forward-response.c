@@ -218,6 +218,7 @@ static void conn_deliver_head(Connection *c) {
                         c->in_parsed++;
                 c->tunnel = true;
                 c->up.pool->counters.tunnels++;
+                forward_conn_share_release(c); /* like its connection, no longer counted */
         }
         if ((c->parser.flags & F_CONTENTLENGTH) && !(c->parser.flags & F_CHUNKED) && c->status != 204) {
                 h.has_content_length = true;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The worker side of the front end: per worker a pool of keep-alive HTTP/1.1 connections over its Unix
- * socket, and a FIFO of exchanges waiting for one. This file is the pool (queue, the one timer, the
+ * socket, and a queue of exchanges waiting for one. This file is the pool (queue, the one timer, the
  * deferred callouts) and the API of forward.h; forward-conn.c is one connection, forward-response.c the
- * response parser, forward-serialize.c the request head and the response field filter.
+ * response parser, forward-serialize.c the request head and the response field filter. Which waiting
+ * exchange gets a connection that came free is slot-share.c's answer: the client holding the fewest
+ * first, not the oldest request.
  *
  * Shape of the fast path (a keep-alive connection is idle): forward_start() takes the most recently
  * used idle connection, serialises the head into that connection's buffer and sends it with one
@@ -83,6 +85,7 @@ static Exchange *waiter_drop(Waiter *w) {
         ForwardPool *p = w->up.pool;
         Exchange *x = w->up.x;
 
+        slot_share_unqueue(&p->share, w->client, w->ready ? &w->share_link : NULL);
         list_remove(&p->queue, &w->link);
         x->upstream = NULL;
         p->counters.inflight--;
@@ -91,12 +94,14 @@ static Exchange *waiter_drop(Waiter *w) {
         return x;
 }
 
-/* Moves the queue's first exchange onto c (idle, or new without a socket). */
+/* Moves a ready exchange from the queue onto c (idle, or new without a socket). */
 static void conn_take_waiter(Connection *c, Waiter *w) {
         ForwardPool *p = c->up.pool;
         Exchange *x = w->up.x;
         int r;
 
+        slot_share_take(&p->share, w->client, &w->share_link);
+        c->client = w->client;
         list_remove(&p->queue, &w->link);
         r = forward_conn_attach(c, x, w->up.started);
         if (r >= 0 && w->len > 0)
@@ -121,6 +126,14 @@ static void conn_take_waiter(Connection *c, Waiter *w) {
         forward_conn_start(c);
 }
 
+/* The ready exchange that gets the next free connection, or NULL. */
+static Waiter *pool_next_waiter(ForwardPool *p) {
+        ShareClient *client;
+        ShareLink *l = slot_share_next(&p->share, &client);
+
+        return l ? container_of(l, Waiter, share_link) : NULL;
+}
+
 void forward_pool_dispatch_queue(ForwardPool *p) {
         if (p->queue_busy) {
                 p->queue_again = true;
@@ -129,8 +142,7 @@ void forward_pool_dispatch_queue(ForwardPool *p) {
         p->queue_busy = true;
         do {
                 p->queue_again = false;
-                while (p->queue.head && !p->dead) {
-                        Waiter *w = container_of(p->queue.head, Waiter, link);
+                for (Waiter *w; !p->dead && (w = pool_next_waiter(p));) {
                         Connection *c;
 
                         if (p->idle.head) {
@@ -152,10 +164,11 @@ void forward_pool_dispatch_queue(ForwardPool *p) {
 /* The response ended and the request was fully written: keep the socket for the next exchange. */
 void forward_conn_recycle(Connection *c) {
         ForwardPool *p = c->up.pool;
+        Waiter *w = pool_next_waiter(p);
 
-        if (p->queue.head) {
+        if (w) {
                 c->state = CONN_ACTIVE;
-                conn_take_waiter(c, container_of(p->queue.head, Waiter, link));
+                conn_take_waiter(c, w);
         } else if (p->draining)
                 forward_conn_discard(c);
         else
@@ -321,6 +334,8 @@ int forward_pool_new(sd_event *event, const char *socket_path, const ForwardOpti
                 p->o.response_timeout = DEFAULT_RESPONSE_TIMEOUT;
         if (p->o.idle_timeout == 0)
                 p->o.idle_timeout = DEFAULT_IDLE_TIMEOUT;
+        if (!(p->o.client_share > 0 && p->o.client_share <= 1))
+                p->o.client_share = DEFAULT_CLIENT_SHARE;
         if (o->cookie_name && o->cookie_name[0]) {
                 p->cookie_name = strdup(o->cookie_name);
                 if (!p->cookie_name)
@@ -328,6 +343,11 @@ int forward_pool_new(sd_event *event, const char *socket_path, const ForwardOpti
                 p->o.cookie_name = p->cookie_name;
         }
 
+        r = slot_share_init(&p->share, p->o.max_connections, p->o.max_queued, p->o.client_share);
+        if (r < 0) {
+                free(p->cookie_name);
+                return r;
+        }
         r = sd_event_add_time(event, &p->timer, CLOCK_MONOTONIC, 0, USEC_PER_MSEC, on_timer, p);
         if (r >= 0)
                 r = sd_event_source_set_enabled(p->timer, SD_EVENT_OFF);
@@ -338,6 +358,7 @@ int forward_pool_new(sd_event *event, const char *socket_path, const ForwardOpti
         if (r < 0) {
                 p->timer = sd_event_source_disable_unref(p->timer);
                 p->defer = sd_event_source_disable_unref(p->defer);
+                slot_share_done(&p->share);
                 free(p->cookie_name);
                 return r;
         }
@@ -357,6 +378,7 @@ static void pool_destroy(ForwardPool *p) {
         p->timer = sd_event_source_disable_unref(p->timer);
         p->defer = sd_event_source_disable_unref(p->defer);
         sd_event_unref(p->event);
+        slot_share_done(&p->share);
         free(p->cookie_name);
         free(p);
 }
@@ -432,51 +454,57 @@ void forward_pool_buffer_stats(const ForwardPool *p, ForwardBufferStats *ret) {
         *ret = p->stats;
 }
 
-int forward_start(ForwardPool *p, Exchange *x) {
-        usec_t now;
+/* A free connection for x, its client's share counted. */
+static int start_on_connection(ForwardPool *p, Exchange *x, ShareClient *client, usec_t now) {
+        Connection *c;
+        bool idle = p->idle.head;
+        int r;
+
+        if (idle)
+                c = container_of(p->idle.head, Connection, idle_link);
+        else {
+                r = forward_conn_new(p, &c);
+                if (r < 0)
+                        return r;
+        }
+        r = forward_conn_attach(c, x, now);
+        if (r < 0) {
+                c->up.x = NULL;
+                x->upstream = NULL;
+                if (!idle)
+                        forward_conn_destroy(c);
+                return r;
+        }
+        if (idle) {
+                list_remove(&p->idle, &c->idle_link);
+                p->counters.idle--;
+        }
+        slot_share_hold(&p->share, client);
+        c->client = client;
+        p->counters.inflight++;
+        forward_conn_start(c);
+        return 0;
+}
+
+/* Nothing left to wait for but a connection: its body began (or there is none to wait for). */
+static bool waiter_is_ready(const Waiter *w) {
+        return !w->body.expected || w->body.tunnel || w->body.ended || w->len > 0;
+}
+
+static void waiter_set_ready(Waiter *w) {
+        w->ready = true;
+        slot_share_ready(&w->up.pool->share, w->client, &w->share_link);
+}
+
+static int start_queued(ForwardPool *p, Exchange *x, ShareClient *client, usec_t now) {
         Waiter *w;
         size_t len;
         int r;
 
-        if (!p || !x)
-                return -EINVAL;
-        if (p->dead || p->draining)
-                return -ESHUTDOWN;
-        if (x->upstream)
-                return -EALREADY;
-        now = forward_pool_now(p);
-
-        if (!p->queue.head &&
-            (p->idle.head || p->counters.connections - p->counters.tunnels < p->o.max_connections)) {
-                Connection *c;
-                bool idle = p->idle.head;
-
-                if (idle)
-                        c = container_of(p->idle.head, Connection, idle_link);
-                else {
-                        r = forward_conn_new(p, &c);
-                        if (r < 0)
-                                return r;
-                }
-                r = forward_conn_attach(c, x, now);
-                if (r < 0) {
-                        c->up.x = NULL;
-                        x->upstream = NULL;
-                        if (!idle)
-                                forward_conn_destroy(c);
-                        return r;
-                }
-                if (idle) {
-                        list_remove(&p->idle, &c->idle_link);
-                        p->counters.idle--;
-                }
-                p->counters.inflight++;
-                forward_conn_start(c);
-                return 0;
-        }
-
         if (p->queue.n >= p->o.max_queued)
                 return -EBUSY;
+        if (!slot_share_may_queue(&p->share, client))
+                return -EDQUOT;
         /* checked now so that a queued request cannot fail later on its own bytes */
         r = forward_request_serialize(x, p->cookie_name, NULL, 0, &len);
         if (r < 0)
@@ -487,6 +515,10 @@ int forward_start(ForwardPool *p, Exchange *x) {
         w->up = (Upstream) { .kind = UPSTREAM_WAITER, .pool = p, .x = x, .started = now };
         w->deadline = now + p->o.response_timeout;
         w->body = forward_body_of(&x->req);
+        w->client = client;
+        slot_share_queue(&p->share, client);
+        if (waiter_is_ready(w))
+                waiter_set_ready(w);
         list_insert_after(&p->queue, p->queue.tail, &w->link);
         x->upstream = &w->up;
         p->counters.inflight++;
@@ -494,7 +526,47 @@ int forward_start(ForwardPool *p, Exchange *x) {
         return 0;
 }
 
+int forward_start(ForwardPool *p, Exchange *x) {
+        ShareClient *client;
+        ShareKey key;
+        usec_t now;
+        int r;
+
+        if (!p || !x)
+                return -EINVAL;
+        if (p->dead || p->draining)
+                return -ESHUTDOWN;
+        if (x->upstream)
+                return -EALREADY;
+        now = forward_pool_now(p);
+
+        /* a trusted proxy brings everybody from one address: each of its connections is a client */
+        share_key_from_peer(&x->peer, x->peer_trusted, &key);
+        r = slot_share_client(&p->share, &key, &client);
+        if (r < 0)
+                return r;
+        if (slot_share_ready_count(&p->share) == 0 &&
+            (p->idle.head || p->counters.connections - p->counters.tunnels < p->o.max_connections))
+                r = start_on_connection(p, x, client, now);
+        else
+                r = start_queued(p, x, client, now);
+        if (r < 0)
+                slot_share_put(&p->share, client);
+        return r;
+}
+
+/* The body of a waiting exchange began or ended: it may take a connection now. Last in the calls that
+ * do it: w may be gone after. */
+static void waiter_body_progress(Waiter *w) {
+        if (w->ready || !waiter_is_ready(w))
+                return;
+        waiter_set_ready(w);
+        forward_pool_dispatch_queue(w->up.pool);
+}
+
 static int waiter_body(Waiter *w, const void *data, size_t size) {
+        int r;
+
         if (!w->body.expected || w->body.ended)
                 return -EINVAL;
         if (size == 0)
@@ -517,11 +589,11 @@ static int waiter_body(Waiter *w, const void *data, size_t size) {
         w->len += size;
         if (!w->body.chunked && !w->body.tunnel && (w->body.remaining -= size) == 0)
                 w->body.ended = true;
-        if (w->len > FORWARD_BODY_HIGH_WATER) {
+        if (w->len > FORWARD_BODY_HIGH_WATER)
                 w->paused = true;
-                return 1;
-        }
-        return 0;
+        r = w->paused;
+        waiter_body_progress(w);
+        return r;
 }
 
 int forward_request_body(Exchange *x, const void *data, size_t size) {
@@ -578,6 +650,7 @@ int forward_request_end(Exchange *x) {
                         return -EBADMSG;
                 }
                 w->body.ended = true;
+                waiter_body_progress(w);
                 return 0;
         }
 

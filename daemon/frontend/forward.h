@@ -36,10 +36,12 @@
 
 typedef struct ForwardPool ForwardPool;
 
-/* 0 in a numeric field means its default: 64 connections, 1024 queued, 60 s, 30 s. */
+/* 0 in a numeric field means its default: 64 connections, 1024 queued, 60 s, 30 s, 0.5. */
 typedef struct ForwardOptions {
         unsigned max_connections; /* per worker, WebSocket tunnels not counted */
         unsigned max_queued;      /* exchanges waiting for a free connection before 503 */
+        double client_share;      /* (0, 1]: a client's share of the queue; freed connections go to the
+                                     waiting client holding the fewest (slot-share.h) */
         usec_t response_timeout;  /* request sent (or last byte of it) to response head: 504 past it; also
                                      the longest wait in the queue, for a connect, for the worker to take
                                      request bytes, and between response body bytes (unless the client
@@ -76,7 +78,7 @@ void forward_pool_drain(ForwardPool *p);
 const ForwardCounters *forward_pool_counters(const ForwardPool *p);
 
 /* Sends x to the worker (or queues it for a free connection). 0, -ESHUTDOWN (draining), -EBUSY (queue
- * full), -EBADMSG (a byte in the head that must not reach a worker: CR, LF, NUL, controls, a non-token
+ * full), -EDQUOT (x's client, its peer address, has its share of the queue waiting already), -EBADMSG (a byte in the head that must not reach a worker: CR, LF, NUL, controls, a non-token
  * name), -EINVAL, -errno; on an error nothing was sent and the caller answers the client. The user
  * resolved for x (x->user, NULL for a guest) goes in X-Elastic-Pool-User. */
 int forward_start(ForwardPool *p, Exchange *x);

@@ -465,6 +465,7 @@ static void on_worker_routable(void *userdata, unsigned worker, const char *sock
         ForwardOptions o = {
                 .max_connections = fe->config->upstream_connections,
                 .max_queued = UPSTREAM_QUEUE_MAX,
+                .client_share = fe->config->client_worker_share,
                 .response_timeout = fe->config->response_timeout,
                 .idle_timeout = fe->config->idle_timeout,
                 .cookie_name = COOKIE_NAME,

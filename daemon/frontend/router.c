@@ -88,6 +88,7 @@ static void start_on(Frontend *fe, Exchange *x, unsigned worker, ForwardPool *po
                 else
                         router_fail_early(fe, x, 503, 1,
                                           r == -EBUSY ? "the worker's connections are all busy and its queue is full"
+                                          : r == -EDQUOT ? "this client has its share of the worker's queue waiting"
                                           : r == -ESHUTDOWN ? "the worker is draining"
                                                             : "cannot reach the worker");
                 return;

@@ -138,6 +138,7 @@ static void assert_config_equal(const Config *a, const Config *b) {
         for (ConfigWorkerPart p = CONFIG_WORKER_EXEC + 1; p < _CONFIG_WORKER_PART_MAX; p++)
                 assert_true(da.part[p] == db.part[p]);
         assert_int_equal(a->min_body_rate, b->min_body_rate);
+        assert_true(a->client_worker_share == b->client_worker_share);
 }
 
 static void test_config_init_defaults_values(void **state) {
@@ -162,6 +163,7 @@ static void test_config_init_defaults_values(void **state) {
         assert_true(c.reception_threshold == 0.5);
         assert_true(c.admission_threshold == 0.8);
         assert_true(c.compaction_margin == 1.5);
+        assert_true(c.client_worker_share == 0.5);
         assert_int_equal(c.occupancy_interval, 5 * USEC_PER_SEC);
         assert_int_equal(c.window_rows, 60);
         assert_int_equal(c.smoothing_rows, 6);
@@ -323,6 +325,7 @@ static void test_config_load_every_key(void **state) {
                 ROW(WEBSOCKET, "frontend", websocket, "no", BOOL, false),
                 ROW(WEBSOCKET_IDLE_TIMEOUT, "frontend", websocket_idle_timeout, "90s", U64, 90 * USEC_PER_SEC),
                 ROW(MIN_BODY_RATE, "frontend", min_body_rate, "2K", U64, 2048),
+                ROW(CLIENT_WORKER_SHARE, "frontend", client_worker_share, "0.25", DBL, .d = 0.25),
         };
         _cleanup_free_ char *text = NULL, *error = NULL, *path = NULL;
         bool seen[_CONFIG_KEY_MAX] = {};
@@ -653,6 +656,8 @@ static void test_config_load_error_kinds(void **state) {
                 {"[pool]\nspawn_timeout = 0ms\n",
                  "2: [pool] spawn_timeout: 0ms is not positive (must be greater than 0)"},
                 {"[pool]\nspawn_timeout = -5s\n", "2: [pool] spawn_timeout: '-5s' is negative"},
+                {"[frontend]\nclient_worker_share = 0\n",
+                 "2: [frontend] client_worker_share: 0 is outside (0, 1]"},
                 {"[frontend]\nmax_connections = 0\n",
                  "2: [frontend] max_connections: 0 is not positive (must be greater than 0)"},
                 {"[pool]\nbackend = docker\n",
