@@ -195,6 +195,12 @@ static inline void exchange_fail(Exchange *x, unsigned status, const char *reaso
         x->replies->response_fail(x, status, reason);
 }
 
+/* The request waits in the commander (held while its user moves, or queued for a worker connection):
+ * nothing of it reached a worker, so a client gone now costs nothing but dropping it. */
+static inline bool exchange_waiting(const Exchange *x) {
+        return x->state == EXCHANGE_HELD || (x->state == EXCHANGE_FORWARDING && !x->on_worker);
+}
+
 /* Case-insensitive field lookup helpers for both sides. */
 static inline bool header_name_is(const HeaderField *f, const char *name) {
         return strlen(name) == f->name_len && strncasecmp(f->name, name, f->name_len) == 0;

@@ -331,6 +331,15 @@ static bool process(H1Connection *c) {
 
                 if (c->closing || c->broken)
                         return false;
+                /* A client that closed while its request waits for a worker is taken as gone (it may only
+                 * have shut its sending side, but a request not begun on a worker is not worth one): the
+                 * request is dropped, never forwarded, and what it pipelined after it with it. */
+                if (c->read_eof && c->x && exchange_waiting(c->x)) {
+                        log_debug("HTTP/1.1: client closed the connection while its request waited for a "
+                                  "worker, dropping it");
+                        h1_connection_close(c);
+                        return false;
+                }
                 switch (c->state) {
                 case H1_PREFACE:
                         if (c->rpos == c->rend) {
