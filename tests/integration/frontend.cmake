@@ -6,7 +6,7 @@ foreach(t
         h1-bad-input h1-slowloris idle-timeout short-body out-of-fds
         h2-big-headers h2-body-limit h2-floods h2-rapid-reset h2-flow-control h2-request-names
         h2-settings-timeout h2-stalled-client slow-body h2-reset-queued
-        h1-reset-queued fair-share body-first
+        h1-reset-queued h1-slow-reader fair-share body-first
         no-worker-503 worker-killed response-timeout malformed-response no-replay
         live-move move-sole-worker
         sigterm-h1 sigterm-h2 sigterm-idle)
