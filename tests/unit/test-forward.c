@@ -562,7 +562,7 @@ static void test_forward_start_queues_beyond_max_connections(void **state) {
         assert_true(max_conns <= 2);
         assert_true(w.max_open <= 2);
         assert_int_equal(w.accepts, 2);
-        /* FIFO: the queue hands out connections in arrival order */
+        /* one client: the queue hands out connections in its arrival order */
         assert_true(f[2].finished_seq < f[4].finished_seq);
         assert_int_equal(k->inflight, 0);
         assert_int_equal(k->requests, 5);
@@ -1330,6 +1330,104 @@ static void test_forward_request_body_streams_with_backpressure(void **state) {
         fake_worker_done(&w);
 }
 
+/* From another address than get_init()'s loopback: another client of the slot share. */
+static void set_peer(FakeExchange *f, const char *addr) {
+        struct sockaddr_in *sin = (struct sockaddr_in *) &f->x.peer;
+
+        sin->sin_family = AF_INET;
+        assert_int_equal(inet_pton(AF_INET, addr, &sin->sin_addr), 1);
+}
+
+static void test_forward_start_freed_connection_to_the_client_holding_fewest(void **state) {
+        FakeWorker w;
+        FakeExchange a[3], b;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        w.delay = 10 * USEC_PER_MSEC;
+        p = pool_new(w.path, 1, 8, 5 * USEC_PER_SEC);
+        for (unsigned i = 0; i < ELEMENTSOF(a); i++) {
+                get_init(&a[i], "/greedy", "a");
+                assert_int_equal(forward_start(p, &a[i].x), 0);
+        }
+        get_init(&b, "/polite", "b");
+        set_peer(&b, "10.0.0.2");
+        assert_int_equal(forward_start(p, &b.x), 0); /* queued last */
+        RUN_UNTIL(fake_exchanges_finished == 4);
+        /* the connection a[0] frees goes to b, which holds none, before a's other requests */
+        assert_true(a[0].finished_seq < b.finished_seq);
+        assert_true(b.finished_seq < a[1].finished_seq);
+        assert_true(a[1].finished_seq < a[2].finished_seq);
+        for (unsigned i = 0; i < ELEMENTSOF(a); i++) {
+                assert_int_equal(a[i].status, 200);
+                fake_exchange_done(&a[i]);
+        }
+        assert_int_equal(b.status, 200);
+        fake_exchange_done(&b);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
+static void test_forward_start_refuses_past_the_client_queue_share(void **state) {
+        FakeWorker w;
+        FakeExchange a[4], b;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        w.decide = NULL;
+        w.response = ""; /* never a byte back */
+        p = pool_new(w.path, 1, 4, 5 * USEC_PER_SEC); /* a client may queue half of 4 */
+        for (unsigned i = 0; i < ELEMENTSOF(a); i++)
+                get_init(&a[i], "/", "a");
+        assert_int_equal(forward_start(p, &a[0].x), 0); /* on the connection */
+        assert_int_equal(forward_start(p, &a[1].x), 0);
+        assert_int_equal(forward_start(p, &a[2].x), 0);
+        assert_int_equal(forward_start(p, &a[3].x), -EDQUOT);
+        assert_null(a[3].x.upstream);
+        get_init(&b, "/", "b");
+        set_peer(&b, "10.0.0.2");
+        assert_int_equal(forward_start(p, &b.x), 0); /* another client still has room */
+        assert_int_equal(forward_pool_counters(p)->inflight, 4);
+
+        forward_pool_free(p);
+        for (unsigned i = 0; i < ELEMENTSOF(a); i++)
+                fake_exchange_done(&a[i]);
+        fake_exchange_done(&b);
+        fake_worker_done(&w);
+}
+
+static void test_forward_start_queued_body_waits_for_its_first_bytes(void **state) {
+        FakeWorker w;
+        FakeExchange a, b, c;
+        ForwardPool *p;
+
+        fake_worker_init(&w, event, true);
+        w.delay = 10 * USEC_PER_MSEC;
+        p = pool_new(w.path, 1, 8, 5 * USEC_PER_SEC);
+        get_init(&a, "/", "a");
+        fake_exchange_init(&b, "POST", "/", "app.test");
+        fake_exchange_set_body(&b, "late body", 9, true, 0);
+        get_init(&c, "/", "c");
+        assert_int_equal(forward_start(p, &a.x), 0);
+        assert_int_equal(forward_start(p, &b.x), 0); /* queued, no body byte yet */
+        assert_int_equal(forward_start(p, &c.x), 0);
+        /* a's connection goes to c, which can use it; b's head is held back */
+        RUN_UNTIL(fake_exchanges_finished == 2);
+        assert_true(fake_exchange_finished(&a) && fake_exchange_finished(&c));
+        assert_false(b.x.on_worker);
+        assert_int_equal(fake_conn(&w, 0)->requests, 2);
+        fake_exchange_pump(&b); /* the body comes: b takes the idle connection */
+        RUN_UNTIL(fake_exchanges_finished == 3);
+        assert_int_equal(b.status, 200);
+        assert_int_equal(w.accepts, 1);
+        assert_int_equal(fake_conn(&w, 0)->body_len, 9);
+        fake_exchange_done(&a);
+        fake_exchange_done(&b);
+        fake_exchange_done(&c);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
 static void test_forward_request_body_queued_exchange(void **state) {
         FakeWorker w;
         FakeExchange a, b;
@@ -1726,6 +1824,9 @@ int main(void) {
                 LOOP_TEST(test_forward_request_body_small_body_with_head),
                 LOOP_TEST(test_forward_request_body_streams_with_backpressure),
                 LOOP_TEST(test_forward_request_body_queued_exchange),
+                LOOP_TEST(test_forward_start_freed_connection_to_the_client_holding_fewest),
+                LOOP_TEST(test_forward_start_refuses_past_the_client_queue_share),
+                LOOP_TEST(test_forward_start_queued_body_waits_for_its_first_bytes),
                 LOOP_TEST(test_forward_request_end_short_body_refused),
                 LOOP_TEST(test_forward_detach_short_body_closes_connection),
                 LOOP_TEST(test_forward_detach_inside_body_callout),
