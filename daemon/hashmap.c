@@ -15,6 +15,15 @@ typedef struct StrMapSlot {
 static const char tombstone_marker;
 #define TOMBSTONE (&tombstone_marker)
 
+static uint64_t hash_finalize(uint64_t h) {
+        h ^= h >> 30;
+        h *= 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 27;
+        h *= 0x94d049bb133111ebULL;
+        h ^= h >> 31;
+        return h;
+}
+
 /* FNV-1a over the key, mixed with the seed and finalised (splitmix64): fast for the short keys we have
  * (user ids, request ids) and unpredictable to whoever picks them. */
 static uint64_t hash_key(uint64_t seed, const char *key) {
@@ -24,18 +33,30 @@ static uint64_t hash_key(uint64_t seed, const char *key) {
                 h ^= *p;
                 h *= 0x100000001b3ULL;
         }
-        h ^= h >> 30;
-        h *= 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 27;
-        h *= 0x94d049bb133111ebULL;
-        h ^= h >> 31;
-        return h;
+        return hash_finalize(h);
+}
+
+uint64_t hash_bytes(uint64_t seed, const void *data, size_t len) {
+        uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+
+        for (const unsigned char *p = data, *end = p + len; p < end; p++) {
+                h ^= *p;
+                h *= 0x100000001b3ULL;
+        }
+        return hash_finalize(h);
+}
+
+uint64_t hash_seed(const void *salt) {
+        uint64_t seed;
+
+        if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != sizeof seed)
+                seed = (uint64_t) (uintptr_t) salt ^ 0x9e3779b97f4a7c15ULL;
+        return seed;
 }
 
 void strmap_init(StrMap *m) {
         *m = (StrMap) {};
-        if (getrandom(&m->seed, sizeof m->seed, GRND_NONBLOCK) != sizeof m->seed)
-                m->seed = (uint64_t) (uintptr_t) m ^ 0x9e3779b97f4a7c15ULL;
+        m->seed = hash_seed(m);
 }
 
 void strmap_done(StrMap *m) {

@@ -17,6 +17,11 @@ typedef struct StrMap {
         uint64_t seed;
 } StrMap;
 
+/* The map's hash for other keyed tables: FNV-1a over len bytes with seed, finalised (splitmix64). */
+uint64_t hash_bytes(uint64_t seed, const void *data, size_t len);
+/* A random seed (from getrandom; salt's address mixed in when the kernel has none to give yet). */
+uint64_t hash_seed(const void *salt);
+
 void strmap_init(StrMap *m);
 void strmap_done(StrMap *m);
 size_t strmap_size(const StrMap *m);

@@ -9,28 +9,11 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
+#include "hashmap.h"
 #include "macro.h"
 
 #define TABLE_INITIAL 16U
-
-/* FNV-1a mixed with a per-table seed and finalised (splitmix64), as in hashmap.c: clients choose their
- * IPv6 addresses, and must not be able to pick ones that collide. */
-static uint64_t key_hash(uint64_t seed, const ShareKey *k) {
-        uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-
-        for (size_t i = 0; i < k->len; i++) {
-                h ^= k->bytes[i];
-                h *= 0x100000001b3ULL;
-        }
-        h ^= h >> 30;
-        h *= 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 27;
-        h *= 0x94d049bb133111ebULL;
-        h ^= h >> 31;
-        return h;
-}
 
 static void key_put(ShareKey *k, const void *data, size_t len) {
         memcpy(k->bytes + k->len, data, len);
@@ -71,8 +54,7 @@ int slot_share_init(SlotShare *s, unsigned slots, unsigned max_queued, double sh
         }
         s->capacity = TABLE_INITIAL;
         s->queue_quota = quota < 1 ? 1 : (unsigned) quota;
-        if (getrandom(&s->seed, sizeof(s->seed), GRND_NONBLOCK) != sizeof(s->seed))
-                s->seed = (uint64_t) (uintptr_t) s ^ 0x9e3779b97f4a7c15ULL;
+        s->seed = hash_seed(s);
         return 0;
 }
 
@@ -144,7 +126,8 @@ static void table_remove(SlotShare *s, const ShareClient *c) {
 }
 
 int slot_share_client(SlotShare *s, const ShareKey *key, ShareClient **ret) {
-        uint64_t hash = key_hash(s->seed, key);
+        /* seeded per table: clients choose their IPv6 addresses, and must not pick ones that collide */
+        uint64_t hash = hash_bytes(s->seed, key->bytes, key->len);
         size_t i = table_find(s, key, hash);
         ShareClient *c;
 
