@@ -33,8 +33,17 @@ void share_key_from_peer(const struct sockaddr_storage *peer, bool per_connectio
                         key_put(ret, &sin->sin_port, sizeof(sin->sin_port));
         } else if (peer->ss_family == AF_INET6) {
                 const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *) peer;
+                const uint8_t *a = sin6->sin6_addr.s6_addr;
 
-                key_put(ret, &sin6->sin6_addr, sizeof(sin6->sin6_addr));
+                if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+                        /* an IPv4 client of a dual-stack listener: the same client as over IPv4 */
+                        ret->bytes[0] = AF_INET;
+                        key_put(ret, a + 12, 4);
+                } else if (per_connection)
+                        key_put(ret, a, 16);
+                else
+                        /* one host usually has a whole /64 to pick addresses from: it is one client */
+                        key_put(ret, a, 8);
                 if (per_connection)
                         key_put(ret, &sin6->sin6_port, sizeof(sin6->sin6_port));
         }

@@ -8,8 +8,9 @@
  * client alone gets every slot: the share applies only when others wait. A client also may have at most
  * its share of the request queue waiting, so that its backlog cannot fill the queue for everybody.
  *
- * A client is the peer's address (the port left out: connections of one host count together), or one
- * connection of a trusted proxy (all its clients come from one address). Pure bookkeeping, no I/O: the
+ * A client is the peer's address (the port left out: connections of one host count together; for IPv6
+ * its /64, which one host can pick addresses from), or one connection of a trusted proxy (all its
+ * clients come from one address). Pure bookkeeping, no I/O: the
  * forward side (forward.c) feeds it. No allocation per request: client records are recycled, the table
  * grows only when more clients than ever before are on the worker at once.
  *
@@ -65,7 +66,8 @@ typedef struct SlotShare {
 int slot_share_init(SlotShare *s, unsigned slots, unsigned max_queued, double share);
 void slot_share_done(SlotShare *s);
 
-/* The key of a peer: its address, plus the port when per_connection. */
+/* The key of a peer: its IPv4 address (an IPv4-mapped IPv6 one too) or IPv6 /64; the whole address and
+ * the port when per_connection. */
 void share_key_from_peer(const struct sockaddr_storage *peer, bool per_connection, ShareKey *ret);
 
 /* The client of key, added (holding and waiting for nothing) when not known. 0 or -ENOMEM. Give it a

@@ -42,6 +42,22 @@ static ShareKey key_v4(const char *addr, uint16_t port, bool per_connection) {
         return k;
 }
 
+static ShareKey key_v6(const char *addr, uint16_t port, bool per_connection) {
+        struct sockaddr_storage ss = {};
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *) &ss;
+        ShareKey k;
+
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons(port);
+        assert_int_equal(inet_pton(AF_INET6, addr, &sin6->sin6_addr), 1);
+        share_key_from_peer(&ss, per_connection, &k);
+        return k;
+}
+
+static bool key_equal(const ShareKey *a, const ShareKey *b) {
+        return a->len == b->len && memcmp(a->bytes, b->bytes, a->len) == 0;
+}
+
 static ShareClient *client(const char *addr) {
         ShareKey k = key_v4(addr, 1000, false);
         ShareClient *c;
@@ -88,6 +104,20 @@ static void test_share_key_from_peer_address_and_port(void **state) {
         assert_memory_not_equal(a.bytes, c.bytes, a.len);
         assert_int_equal(d.len, a.len + 2);               /* per connection: it does */
         assert_memory_not_equal(d.bytes, e.bytes, d.len);
+}
+
+static void test_share_key_from_peer_ipv6_prefix_and_mapped(void **state) {
+        ShareKey a = key_v6("2001:db8:1:2::1", 1, false), b = key_v6("2001:db8:1:2:ffff::9", 2, false);
+        ShareKey c = key_v6("2001:db8:1:3::1", 1, false), m = key_v6("::ffff:192.0.2.7", 5, false);
+        ShareKey v4 = key_v4("192.0.2.7", 6, false), m2 = key_v6("::ffff:192.0.2.8", 5, false);
+
+        assert_true(key_equal(&a, &b));   /* one /64: one client */
+        assert_false(key_equal(&a, &c));
+        assert_true(key_equal(&m, &v4));  /* IPv4-mapped: the IPv4 client */
+        assert_false(key_equal(&m, &m2)); /* not all IPv4 clients in one /64 */
+        a = key_v6("2001:db8:1:2::1", 1, true);
+        b = key_v6("2001:db8:1:2::2", 1, true);
+        assert_false(key_equal(&a, &b));  /* per connection: the whole address */
 }
 
 static void test_slot_share_client_same_key_same_record(void **state) {
@@ -242,6 +272,7 @@ static void test_slot_share_client_many_grow_and_remove(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_share_key_from_peer_address_and_port, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_share_key_from_peer_ipv6_prefix_and_mapped, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_slot_share_client_same_key_same_record, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_slot_share_next_fewest_held_first, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_slot_share_next_round_robin_among_equals, setup, teardown),
