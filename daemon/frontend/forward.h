@@ -78,8 +78,9 @@ void forward_pool_drain(ForwardPool *p);
 const ForwardCounters *forward_pool_counters(const ForwardPool *p);
 
 /* Sends x to the worker (or queues it for a free connection). 0, -ESHUTDOWN (draining), -EBUSY (queue
- * full), -EDQUOT (x's client, its peer address, has its share of the queue waiting already), -EBADMSG (a byte in the head that must not reach a worker: CR, LF, NUL, controls, a non-token
- * name), -EINVAL, -errno; on an error nothing was sent and the caller answers the client. The user
+ * full), -EDQUOT (x's client, its peer address, has its share of the queue waiting already), -EBADMSG
+ * (a byte in the head that must not reach a worker: CR, LF, NUL, controls, a non-token name), -EINVAL,
+ * -errno; on an error nothing was sent and the caller answers the client. The user
  * resolved for x (x->user, NULL for a guest) goes in X-Elastic-Pool-User. */
 int forward_start(ForwardPool *p, Exchange *x);
 /* Request body pass-through, same convention as exchange_request_body(): 0, 1 over high-water (the
