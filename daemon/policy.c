@@ -552,3 +552,21 @@ void policy_compaction_rate(const PolicyInput *in, const PolicyParams *p, const 
                 decide(d, DECISION_NONE, NULL, "rps %.1f/s on %u workers would be %.1f/s each on %u > %.1f "
                        "(admission_threshold x rps_target)", r->total, r->serving, after, r->serving - 1, allowed);
 }
+
+/* ---- the burst path (burst.h) on top of occupancy and rate ---- */
+
+void policy_scale_up_burst(const PolicyInput *in, const PolicyParams *p, const BurstReading *b, Decision *d) {
+        Survey s;
+
+        if (d->kind != DECISION_NONE)
+                return;
+        if (b->status == BURST_HELD) {
+                decide(d, DECISION_HELD, find_worker(in, b->culprit), "%s", b->reason);
+                d->since = b->since;
+                return;
+        }
+        if (b->status != BURST_SUSTAINED)
+                return;
+        survey(in, p, &s);
+        want_spawn(d, &s, in, p, b->reason);
+}

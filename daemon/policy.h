@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "burst.h"
 #include "evaluator.h"
 #include "rate.h"
 #include "time-util.h"
@@ -128,6 +129,12 @@ void policy_compaction(const PolicyInput *in, const PolicyParams *p, Decision *r
  * w3 no row for 7s"): a missing measurement is never read as low traffic; a window that restarted waits
  * (NONE, nothing is late). */
 void policy_scale_up_rate(const PolicyInput *in, const PolicyParams *p, const RateReading *r, Decision *d);
+/* The burst path on top of both (burst.h): an occupancy or rate decision other than NONE stands (a spawn
+ * in flight waits, a hold holds, a refusal stays). Else a SUSTAINED reading wants a spawn through the same
+ * guards (max_workers, min_free_memory), with the reading's reason; a HELD reading holds the decision on its
+ * culprit ("burst held: w3 executor queue not current for 7s"), never reads as room. OFF, CALM and RISING
+ * leave NONE. */
+void policy_scale_up_burst(const PolicyInput *in, const PolicyParams *p, const BurstReading *b, Decision *d);
 /* Compaction: only a retire or a drain the occupancy ledger allows is examined. It stands when the group's
  * rate spread over one worker fewer stays at or under admission_threshold x rps_target; else NONE, with
  * the figures. A rate not available HOLDS it; a window that restarted makes it wait (NONE). */
