@@ -41,13 +41,15 @@ static void open_decision_log(Capacity *c) {
 /* A decision that differs from the last of its direction goes to the log, with what it was taken on. */
 static void record_decision(Capacity *c, DecisionDirection direction, const PolicyInput *in,
                             const RateReading *rate, const Decision *d) {
+        /* the burst path is on scale-up's side only */
+        const BurstReading *burst = direction == DECIDE_SCALE_UP && c->burst.status != BURST_OFF ? &c->burst : NULL;
         Decision *last = &c->last_logged[direction];
 
         if (!c->decision_log || (last->kind == d->kind && last->worker == d->worker && streq(last->reason, d->reason)))
                 return;
         *last = *d;
         if (decision_log_write(c->decision_log, direction, in, &c->policy,
-                               c->policy.rps_target > 0 ? rate : NULL, d) < 0)
+                               c->policy.rps_target > 0 ? rate : NULL, burst, d) < 0)
                 log_warning("Writing the decision log %s failed", c->decision_log_path);
 }
 
@@ -72,6 +74,7 @@ void capacity_setup_parameters(Capacity *c) {
         /* a rate measured under the old configuration never drives a decision under the new one */
         c->rate_epoch = now_usec(CLOCK_MONOTONIC);
         open_decision_log(c);
+        (void) capacity_burst_setup(c);
 }
 
 void capacity_init(Capacity *c, Pool *pool, const Config *config, const CapacitySources *sources) {
@@ -143,6 +146,7 @@ void capacity_measure_rate(Capacity *c, usec_t now, usec_t length, RateReading *
 }
 
 void capacity_done(Capacity *c) {
+        capacity_burst_done(c);
         c->deferred_check = sd_event_source_disable_unref(c->deferred_check);
         c->policy_buf = mfree(c->policy_buf);
         c->policy_buf_size = 0;
@@ -361,21 +365,28 @@ static bool under_floor(const PolicyInput *in, const PolicyParams *p) {
         return staying < p->min_workers;
 }
 
+/* Scale-up in its three layers: occupancy, the request rate, the burst path. *ret_by_burst: the burst
+ * path alone wanted the spawn (the other two decided NONE). */
+static void decide_scale_up(Capacity *c, const PolicyInput *in, Decision *d, bool *ret_by_burst) {
+        policy_scale_up(in, &c->policy, d);
+        policy_scale_up_rate(in, &c->policy, &c->rate_up, d);
+        *ret_by_burst = d->kind == DECISION_NONE && c->burst.status == BURST_SUSTAINED;
+        policy_scale_up_burst(in, &c->policy, &c->burst, d);
+}
+
 static void act_scale_up(Capacity *c, const PolicyInput *in) {
+        bool by_burst;
         Decision d;
         int r;
 
-        policy_scale_up(in, &c->policy, &d);
-        if (c->policy.rps_target > 0) {
+        if (c->policy.rps_target > 0)
                 capacity_measure_rate(c, in->now, c->config->rps_up_window, &c->rate_up);
-                policy_scale_up_rate(in, &c->policy, &c->rate_up, &d);
-        }
+        decide_scale_up(c, in, &d, &by_burst);
         if (d.kind == DECISION_SPAWN && c->policy.min_free_memory > 0) {
                 /* the one input that costs a file read: only when a spawn is on the table */
                 PolicyInput with_memory = *in;
                 with_memory.mem_available = mem_available();
-                policy_scale_up(&with_memory, &c->policy, &d);
-                policy_scale_up_rate(&with_memory, &c->policy, &c->rate_up, &d);
+                decide_scale_up(c, &with_memory, &d, &by_burst);
                 record_decision(c, DECIDE_SCALE_UP, &with_memory, &c->rate_up, &d);
         } else
                 record_decision(c, DECIDE_SCALE_UP, in, &c->rate_up, &d);
@@ -393,9 +404,12 @@ static void act_scale_up(Capacity *c, const PolicyInput *in) {
                         break;
                 }
                 clear_hold(c, &c->scale_up_hold, "scale-up");
-                journal_decision(c, LOG_INFO, MESSAGE_ID_SCALE_UP, "scale-up", "Scale-up: spawning a worker", &d);
+                journal_decision(c, LOG_INFO, MESSAGE_ID_SCALE_UP, "scale-up",
+                                 by_burst ? "Scale-up (burst path): spawning a worker" : "Scale-up: spawning a worker",
+                                 &d);
                 if (pool_spawn(c->pool, d.reason) >= 0)
                         pool_count_spawn(c->pool, under_floor(in, &c->policy) ? POOL_SPAWN_FLOOR
+                                                  : by_burst                  ? POOL_SPAWN_BURST
                                                                               : POOL_SPAWN_SCALE_UP);
                 break;
         case DECISION_NONE:
@@ -528,7 +542,9 @@ static void summary_rebuild(Capacity *c, usec_t now) {
  * common report in a steady pool. Anything else goes the whole way through the pure policies. */
 static bool scale_up_is_none(const Capacity *c) {
         /* the summary knows occupancy, not the request rate */
-        return c->policy.rps_target <= 0 && c->last_scale_up == DECISION_NONE && !c->scale_up_hold.active &&
+        /* ... nor the burst path's signals: a reading that wants a spawn or holds one goes the whole way */
+        return c->policy.rps_target <= 0 && c->burst.status != BURST_SUSTAINED && c->burst.status != BURST_HELD &&
+               c->last_scale_up == DECISION_NONE && !c->scale_up_hold.active &&
                policy_scale_up_surely_none(&c->summary, &c->policy);
 }
 
@@ -630,6 +646,8 @@ void capacity_take_row(Capacity *c, Worker *w, Row *row) {
         account_forget(c, w);
         fill_traffic(c, w, row, &t);
         check_drift(c, w, row, &t);
+        if (row->has_executor_queue)
+                capacity_burst_executor(c, w, row->executor_queue, row->received);
         window_push(&w->window, row);                                          /* archive */
         evaluator_interpret(&w->window, &c->evaluator, row->received, &w->reading); /* interpret */
         if (summary_valid(c))

@@ -85,6 +85,17 @@ typedef struct Capacity {
         RateWorker *rate_buf;
         size_t rate_buf_size;
 
+        /* the burst path (capacity-burst.c): its parameters, timer, scratch and last reading */
+        BurstParams burst_params;
+        BurstReading burst;
+        sd_event_source *burst_timer;
+        BurstWorker *burst_buf;
+        uint64_t *burst_inos;
+        uint32_t *burst_queued;
+        bool *burst_found;
+        size_t burst_buf_size;
+        uint64_t burst_samples; /* samples taken (for tests and the status surfaces) */
+
         Hold scale_up_hold;
         Hold compaction_hold;
         DecisionKind last_scale_up;
@@ -121,6 +132,22 @@ void capacity_take_row(Capacity *c, Worker *w, Row *row);
 /* Re-runs scale-up and compaction: on reports and whenever the pool changed. Does nothing while the pool
  * is stopping. */
 void capacity_check(Capacity *c);
+
+/* ---- the burst path (capacity-burst.c) ---- */
+
+/* How often the burst path samples its signals while it is on: a quarter of a second, so that a
+ * burst_window of 1.5 s sees six samples and a spike of one second is four, never a streak. */
+#define CAPACITY_BURST_INTERVAL (250 * USEC_PER_MSEC)
+
+/* (Re)arms the sampling timer after the parameters changed: on while burst_window > 0, off otherwise. 0
+ * or -errno (logged: the burst path is then off, the smoothed path still grows the pool). */
+int capacity_burst_setup(Capacity *c);
+void capacity_burst_done(Capacity *c);
+/* One sample of every routable worker at now: tracks, the reading, its journal line on a change, and a
+ * capacity check when the reading wants a spawn or holds one. */
+void capacity_burst_sample(Capacity *c, usec_t now);
+/* w's executor queue depth as its sensor told it at `at` (from a report row or an early report). */
+void capacity_burst_executor(Capacity *c, Worker *w, uint32_t queue_depth, usec_t at);
 
 /* The freshness of w's reading at now (and since when it is not fresh), as the policies see it. */
 Freshness capacity_freshness(const Capacity *c, const Worker *w, usec_t now, usec_t *ret_since);

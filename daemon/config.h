@@ -76,6 +76,8 @@ typedef enum ConfigKey {
         CONFIG_KEY_RPS_UP_WINDOW,
         CONFIG_KEY_RPS_DOWN_WINDOW,
         CONFIG_KEY_DECISION_LOG,
+        CONFIG_KEY_BURST_WINDOW,
+        CONFIG_KEY_BURST_QUEUE,
         CONFIG_KEY_LISTEN,
         CONFIG_KEY_ADMIN_LISTEN,
         CONFIG_KEY_ADMIN_ALLOW_PUBLIC,
@@ -173,6 +175,8 @@ typedef struct Config {
         usec_t rps_up_window;       /* 30 s: the sustained rate that grows the pool */
         usec_t rps_down_window;     /* 120 s: the sustained rate that lets it shrink */
         char *decision_log;         /* every policy decision with its inputs, for elastic-pool-replay; NULL = none */
+        usec_t burst_window;        /* 1.5 s: every worker saturated this long spawns at once; 0 = burst path off */
+        uint32_t burst_queue;       /* 8: requests waiting for a worker that make it saturated */
 
         /* [frontend] */
         char *listen[CONFIG_LISTEN_MAX + 1]; /* "IPV4:PORT" / "[IPV6]:PORT"; NULL-terminated; default

@@ -31,8 +31,20 @@ static void write_worker(FILE *f, const PolicyWorker *w) {
         fputc('}', f);
 }
 
+static void write_burst(FILE *f, const BurstReading *b) {
+        fputs(",\"burst\":", f);
+        if (!b) {
+                fputs("null", f);
+                return;
+        }
+        fprintf(f, "{\"status\":\"%s\",\"culprit\":%d,\"since\":%llu,\"reason\":", burst_status_to_string(b->status),
+                b->culprit, (unsigned long long) b->since);
+        json_write_string(f, b->reason);
+        fputc('}', f);
+}
+
 int decision_log_write(FILE *f, DecisionDirection direction, const PolicyInput *in, const PolicyParams *p,
-                       const RateReading *rate, const Decision *d) {
+                       const RateReading *rate, const BurstReading *burst, const Decision *d) {
         fprintf(f, "{\"direction\":\"%s\",\"now\":%llu,\"mem_available\":%llu,\"params\":{\"reception_threshold\":%.17g,"
                 "\"admission_threshold\":%.17g,\"compaction_margin\":%.17g,\"min_workers\":%u,\"max_workers\":%u,"
                 "\"min_free_memory\":%llu,\"rps_target\":%.17g},\"workers\":[",
@@ -54,6 +66,7 @@ int decision_log_write(FILE *f, DecisionDirection direction, const PolicyInput *
                 fputc('}', f);
         } else
                 fputs("null", f);
+        write_burst(f, burst);
         fprintf(f, ",\"decision\":{\"kind\":\"%s\",\"worker\":%d,\"reason\":", decision_kind_to_string(d->kind),
                 d->worker);
         json_write_string(f, d->reason);
@@ -188,6 +201,25 @@ static int parse_rate(json_object *o, RateReading *r) {
         return 0;
 }
 
+static int parse_burst(json_object *o, BurstReading *b) {
+        const char *reason;
+        uint64_t since = 0;
+        json_object *c;
+
+        *b = (BurstReading) { .status = BURST_OFF, .culprit = -1 };
+        if (!o)
+                return 0; /* none: a log from before the burst path, or the compaction direction */
+        b->status = burst_status_from_string(get_string(o, "status"));
+        reason = get_string(o, "reason");
+        c = member(o, "culprit", json_type_int);
+        if (b->status < 0 || !reason || !c || !get_u64(o, "since", &since))
+                return -EINVAL;
+        b->culprit = json_object_get_int(c);
+        b->since = since;
+        snprintf(b->reason, sizeof b->reason, "%s", reason);
+        return 0;
+}
+
 static int parse_decision(json_object *o, Decision *d) {
         const char *kind = o ? get_string(o, "kind") : NULL, *reason = o ? get_string(o, "reason") : NULL;
         json_object *w = o ? member(o, "worker", json_type_int) : NULL;
@@ -221,6 +253,8 @@ static int parse_object(json_object *o, DecisionEntry *e, char **ret_error) {
         (void) json_object_object_get_ex(o, "rate", &rate);
         if (parse_rate(json_object_is_type(rate, json_type_object) ? rate : NULL, &e->rate) < 0)
                 return parse_error(ret_error, "\"rate\" incomplete");
+        if (parse_burst(member(o, "burst", json_type_object), &e->burst) < 0)
+                return parse_error(ret_error, "\"burst\" incomplete");
         if (parse_decision(member(o, "decision", json_type_object), &e->decision) < 0)
                 return parse_error(ret_error, "\"decision\" incomplete");
         n = json_object_array_length(workers);
@@ -275,6 +309,7 @@ void decision_replay(const DecisionEntry *e, const PolicyParams *params, Decisio
         if (e->direction == DECIDE_SCALE_UP) {
                 policy_scale_up(&e->in, params, ret);
                 policy_scale_up_rate(&e->in, params, &e->rate, ret);
+                policy_scale_up_burst(&e->in, params, &e->burst, ret);
         } else {
                 policy_compaction(&e->in, params, ret);
                 policy_compaction_rate(&e->in, params, &e->rate, ret);

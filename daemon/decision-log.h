@@ -6,7 +6,9 @@
  * sustained request rate of the direction, and what the pure policy code decided (before the capacity
  * shell's own guards: the spawn throttle, settling, a rolling reload). elastic-pool-replay reads it back
  * and runs the same pure code on it: the same decisions, or, with other parameters, what they would have
- * been. Numbers are written with 17 significant digits: a replay reads back exactly what was decided on. */
+ * been. Scale-up lines also carry the burst path's reading (burst.h): its status, culprit and reason are
+ * the input policy_scale_up_burst() decides on (the samples behind it are not logged; a log written
+ * before the burst path has none, and replays as with the path off). Numbers are written with 17 significant digits: a replay reads back exactly what was decided on. */
 
 #include <stdio.h>
 
@@ -22,9 +24,10 @@ typedef enum DecisionDirection {
 
 const char *decision_direction_to_string(DecisionDirection d);
 
-/* One line: direction, the input, the parameters, the rate (NULL: none measured) and the decision. */
+/* One line: direction, the input, the parameters, the rate (NULL: none measured), the burst reading
+ * (NULL: none) and the decision. */
 int decision_log_write(FILE *f, DecisionDirection direction, const PolicyInput *in, const PolicyParams *p,
-                       const RateReading *rate, const Decision *d);
+                       const RateReading *rate, const BurstReading *burst, const Decision *d);
 
 /* A line read back; its workers are its own (decision_entry_done() frees them). */
 typedef struct DecisionEntry {
@@ -34,6 +37,7 @@ typedef struct DecisionEntry {
         char **missing;   /* the workers' missing strings, owned */
         PolicyParams params;
         RateReading rate;
+        BurstReading burst; /* BURST_OFF when the line has none */
         Decision decision;
 } DecisionEntry;
 

@@ -51,6 +51,8 @@ typedef struct CommanderOps {
 /* What the front end measured of one worker. */
 typedef struct WorkerTraffic {
         unsigned inflight;  /* requests forwarded to it and not answered yet */
+        unsigned queued;    /* of which wait in the commander for a free connection to it (with has_forward):
+                             * the burst path's forward queue */
         bool has_forward;   /* the counters below are known: it has a forward pool */
         uint64_t requests;  /* responses completed, cumulative */
         uint64_t errors;    /* 5xx made by the front end (502/504) and aborted responses, cumulative */

@@ -190,7 +190,7 @@ static void write_lifecycle(Exposition *e) {
         family(e, "reports_total", "counter", "Occupancy reports received.");
         sample_u64(e, "reports_total", "", p->reports_received);
         family(e, "spawns_total", "counter",
-               "Workers whose spawn began, by cause: floor (under min_workers), scale-up, operator.");
+               "Workers whose spawn began, by cause: floor (under min_workers), scale-up, operator, burst.");
         for (PoolSpawnCause c = 0; c < _POOL_SPAWN_CAUSE_MAX; c++) {
                 snprintf(l, sizeof l, ",cause=\"%s\"", pool_spawn_cause_to_string(c));
                 sample_u64(e, "spawns_total", l, p->spawns_by_cause[c]);

@@ -30,6 +30,7 @@ typedef enum PoolSpawnCause {
         POOL_SPAWN_FLOOR,    /* fewer than min_workers: a worker died or the group starts */
         POOL_SPAWN_SCALE_UP, /* the policies found no room */
         POOL_SPAWN_OPERATOR, /* asked over D-Bus (ScaleTo) */
+        POOL_SPAWN_BURST,    /* the burst path: every worker saturated for burst_window */
         _POOL_SPAWN_CAUSE_MAX,
         _POOL_SPAWN_CAUSE_INVALID = -EINVAL,
 } PoolSpawnCause;
@@ -42,6 +43,8 @@ static inline const char *pool_spawn_cause_to_string(PoolSpawnCause c) {
                 return "scale-up";
         case POOL_SPAWN_OPERATOR:
                 return "operator";
+        case POOL_SPAWN_BURST:
+                return "burst";
         default:
                 return NULL;
         }

@@ -186,6 +186,20 @@ static void write_rates(FILE *f, const Capacity *c) {
         fputs("},", f);
 }
 
+/* The burst path's reading: null while it is off. */
+static void write_burst(FILE *f, const Capacity *c) {
+        fputs("\"burst\":", f);
+        if (c->burst.status == BURST_OFF) {
+                fputs("null,", f);
+                return;
+        }
+        fprintf(f, "{\"status\":\"%s\",\"window_s\":%.3f,\"queue\":%u,\"samples\":%llu,\"reason\":",
+                burst_status_to_string(c->burst.status), (double) c->burst_params.window / USEC_PER_SEC,
+                c->burst_params.queue, (unsigned long long) c->burst_samples);
+        json_write_string(f, c->burst.reason);
+        fputs("},", f);
+}
+
 static void write_rollout(FILE *f, const Rollout *r) {
         fputs("\"rolling_reload\":", f);
         if (r->active) {
@@ -240,6 +254,10 @@ void status_line(const StatusView *v, char *buf, size_t size) {
                 else
                         fputs("; rps not measured yet", f);
         }
+        /* a burst under way or held shows (calm is the usual state, and says nothing) */
+        if (v->capacity->burst.status == BURST_RISING || v->capacity->burst.status == BURST_SUSTAINED ||
+            v->capacity->burst.status == BURST_HELD)
+                fprintf(f, "; %s", v->capacity->burst.reason);
         if (v->rollout && v->rollout->active)
                 fprintf(f, "; reload %s", v->rollout->progress[0] ? v->rollout->progress : "starting");
         if (reload_error)
@@ -276,6 +294,7 @@ int status_write(const StatusView *v, FILE *f) {
         if (v->rollout)
                 write_rollout(f, v->rollout);
         write_rates(f, v->capacity);
+        write_burst(f, v->capacity);
         fputs("\"reload_error\":", f);
         if (v->reload_error && *v->reload_error)
                 json_write_string(f, *v->reload_error);

@@ -66,6 +66,7 @@ int worker_new(Pool *p, unsigned id, Worker **ret) {
                 .listen_fd = -EBADF,
                 .probe_fd = -EBADF,
                 .place = { .cgroup_fd = -EBADF },
+                .burst = BURST_TRACK_INIT,
         };
         evaluator_reading_init(&w->reading);
         *ret = w;

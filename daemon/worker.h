@@ -122,6 +122,13 @@ typedef struct Worker {
         Window window;
         Reading reading;
         PolicyShare share;
+        /* ... the burst path's samples of it (capacity-burst.c), and the latest executor queue depth its
+         * sensor told (a report, or an early one when the queue crossed burst_queue) */
+        BurstTrack burst;
+        bool executor_queue_offered; /* a report ever carried it */
+        uint32_t executor_queue;
+        usec_t executor_queue_at;    /* 0: never */
+        usec_t accept_queue_at;      /* the last sock_diag sample that found its socket; 0: never */
         /* ... and, for the status surfaces, its response times of the last minute and its drift sentinels */
         LatencyRing latency;
         DriftSentinel drift;

@@ -450,6 +450,10 @@ const ForwardCounters *forward_pool_counters(const ForwardPool *p) {
         return &p->counters;
 }
 
+unsigned forward_pool_queued(const ForwardPool *p) {
+        return (unsigned) p->queue.n;
+}
+
 void forward_pool_buffer_stats(const ForwardPool *p, ForwardBufferStats *ret) {
         *ret = p->stats;
 }

@@ -76,6 +76,8 @@ ForwardPool *forward_pool_free(ForwardPool *p);
  * refused with -ESHUTDOWN. */
 void forward_pool_drain(ForwardPool *p);
 const ForwardCounters *forward_pool_counters(const ForwardPool *p);
+/* Exchanges waiting in p's queue for a free connection now. */
+unsigned forward_pool_queued(const ForwardPool *p);
 
 /* Sends x to the worker (or queues it for a free connection). 0, -ESHUTDOWN (draining), -EBUSY (queue
  * full), -EDQUOT (x's client, its peer address, has its share of the queue waiting already), -EBADMSG

@@ -527,6 +527,7 @@ static bool worker_traffic(void *userdata, unsigned worker, WorkerTraffic *ret) 
         ret->latency = c->latency;
         ret->answers = c->answers;
         ret->unanswered = c->unanswered;
+        ret->queued = forward_pool_queued(p);
         return true;
 }
 

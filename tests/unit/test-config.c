@@ -96,6 +96,8 @@ static void assert_config_equal(const Config *a, const Config *b) {
         assert_int_equal(a->window_rows, b->window_rows);
         assert_int_equal(a->smoothing_rows, b->smoothing_rows);
         assert_int_equal(a->stale_after, b->stale_after);
+        assert_int_equal(a->burst_window, b->burst_window);
+        assert_int_equal(a->burst_queue, b->burst_queue);
         for (size_t i = 0; i <= CONFIG_LISTEN_MAX; i++) {
                 assert_true(streq_ptr(a->listen[i], b->listen[i]));
                 if (!a->listen[i])
@@ -294,6 +296,8 @@ static void test_config_load_every_key(void **state) {
                 ROW(RPS_DOWN_WINDOW, "policy", rps_down_window, "1min", U64, 60 * USEC_PER_SEC),
                 ROW(DECISION_LOG, "policy", decision_log, "/var/log/ep-decisions.jsonl", STR,
                     .s = "/var/log/ep-decisions.jsonl"),
+                ROW(BURST_WINDOW, "policy", burst_window, "2500ms", U64, 2500 * USEC_PER_MSEC),
+                ROW(BURST_QUEUE, "policy", burst_queue, "3", U32, 3),
                 ROW(READOPT, "pool", readopt, "no", BOOL, false),
                 ROW(ADOPT_TIMEOUT, "pool", adopt_timeout, "2s", U64, 2 * USEC_PER_SEC),
                 ROW(HUNG_TIMEOUT, "pool", hung_timeout, "0", U64, 0),

@@ -27,7 +27,7 @@ static char *write_line(DecisionDirection dir, const PolicyInput *in, const Rate
         FILE *f = open_memstream(&buf, &size);
 
         assert_non_null(f);
-        assert_int_equal(decision_log_write(f, dir, in, &params, rate, d), 0);
+        assert_int_equal(decision_log_write(f, dir, in, &params, rate, NULL, d), 0);
         assert_int_equal(fclose(f), 0);
         return buf;
 }
