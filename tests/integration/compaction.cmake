@@ -35,3 +35,11 @@ foreach(t replay)
                 LABELS compaction rps)
         set_tests_properties(integration/decision-${t} PROPERTIES RUN_SERIAL TRUE)
 endforeach()
+# The burst path: real overload grows the pool within seconds, a 1-s spike spawns nothing.
+# tests/integration/burst-*.sh
+foreach(t growth)
+        ep_integration_test(burst-${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/burst-${t}.sh TIMEOUT 180
+                LABELS compaction burst)
+        # judges saturation under real CPU load: alone on the machine
+        set_tests_properties(integration/burst-${t} PROPERTIES RUN_SERIAL TRUE)
+endforeach()
