@@ -114,6 +114,7 @@ static void assess_saturated(const BurstWorker *w, size_t n, const BurstParams *
 
         ret->status = now - since >= p->window ? BURST_SUSTAINED : BURST_RISING;
         ret->since = since;
+        ret->span = now - since;
         reading_set(ret, "burst:");
         for (size_t i = 0; i < n; i++)
                 reading_append(ret, " w%u", w[i].id);

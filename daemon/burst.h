@@ -93,6 +93,7 @@ typedef struct BurstReading {
         int culprit;       /* HELD: the worker whose signal is late; CALM: the worker with room; -1 */
         usec_t since;      /* HELD: the culprit's last current reading; RISING/SUSTAINED: when the
                             * streak of every worker began */
+        usec_t span;       /* RISING/SUSTAINED: how long that streak has lasted at this assessment */
         char reason[224];  /* e.g. "burst: w1 w2 waiting 12/8 (executor queue 9, accept queue 3) for 1.6s" */
 } BurstReading;
 

@@ -97,7 +97,7 @@ static void fill_sample(Capacity *c, Worker *w, bool dumped, bool accept_found, 
 
 /* The journal hears the reading's turns: a streak that began, a burst that is sustained, one that ended
  * before burst_window (a spike: nothing spawned), a hold. */
-static void journal_burst(const BurstReading *before, const BurstReading *after, usec_t now) {
+static void journal_burst(const BurstReading *before, const BurstReading *after) {
         char span[32];
 
         if (before->status == after->status)
@@ -118,7 +118,7 @@ static void journal_burst(const BurstReading *before, const BurstReading *after,
                 if (before->status == BURST_RISING)
                         log_struct(LOG_INFO, LOG_FIELDS(.event = "burst"),
                                    "Burst over after %s, shorter than burst_window: a spike, nothing spawned (%s)",
-                                   format_timespan(span, sizeof span, now - before->since), after->reason);
+                                   format_timespan(span, sizeof span, before->span), after->reason);
                 else
                         log_debug("%s", after->reason);
                 break;
@@ -162,7 +162,7 @@ void capacity_burst_sample(Capacity *c, usec_t now) {
         }
         c->burst_samples++;
         burst_assess(c->burst_buf, n, &c->burst_params, now, &c->burst);
-        journal_burst(&before, &c->burst, now);
+        journal_burst(&before, &c->burst);
         /* a spawn wanted, or a hold to show: the capacity check decides, through the same guards */
         if (c->burst.status == BURST_SUSTAINED || (c->burst.status == BURST_HELD && before.status != BURST_HELD) ||
             (before.status == BURST_HELD && c->burst.status != BURST_HELD))

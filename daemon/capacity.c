@@ -642,6 +642,13 @@ static void check_drift(Capacity *c, Worker *w, const Row *row, const WorkerTraf
 void capacity_take_row(Capacity *c, Worker *w, Row *row) {
         WorkerTraffic t;
 
+        if (row->early) {
+                /* off the grid: the burst path's executor queue only; the window keeps its cadence */
+                if (row->has_executor_queue)
+                        capacity_burst_executor(c, w, row->executor_queue, row->received);
+                return;
+        }
+
         /* w's share of the summary changes with its reading: out now, in again once interpreted */
         account_forget(c, w);
         fill_traffic(c, w, row, &t);

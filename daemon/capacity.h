@@ -125,7 +125,8 @@ void capacity_set_actions(Capacity *c, const CapacityActions *actions);
 void capacity_setup_parameters(Capacity *c);
 
 /* A report of w arrived as row (PoolHooks.report): the commander's own measures added to it, archive,
- * interpret, account, and check capacity when w is routable. On the way, w's drift sentinels take the
+ * interpret, account, and check capacity when w is routable. An early report (row->early) only updates
+ * w's executor queue for the burst path. On the way, w's drift sentinels take the
  * report (a drift that became sustained is journaled once) and its response times a snapshot. */
 void capacity_take_row(Capacity *c, Worker *w, Row *row);
 

@@ -199,7 +199,7 @@ static char **worker_env(Pool *p, Worker *w) {
         if (config_worker_environment(p->config, &env) < 0)
                 return NULL;
         first = n = config_env_length(env);
-        t = reallocarray(env, n + 8, sizeof(char *));
+        t = reallocarray(env, n + 10, sizeof(char *));
         if (!t)
                 return config_env_free(env);
         env = t;
@@ -209,6 +209,9 @@ static char **worker_env(Pool *p, Worker *w) {
         env[n++] = spawn_env("ELASTIC_POOL_GROUP", "%s", p->group);
         env[n++] = spawn_env("ELASTIC_POOL_WORKER", "%u", w->id);
         env[n++] = spawn_env("ELASTIC_POOL_INTERVAL", "%lluus", (unsigned long long) p->config->occupancy_interval);
+        /* the burst path: its sensor reports a crossing of burst_queue by the executor queue at once */
+        if (p->config->burst_window > 0)
+                env[n++] = spawn_env("ELASTIC_POOL_BURST_QUEUE", "%u", p->config->burst_queue);
         /* where its sensor finds us again when the channel breaks, or after our restart */
         if (p->channel_listener)
                 env[n++] = spawn_env("ELASTIC_POOL_CHANNEL", "%s", channel_listener_path(p->channel_listener));
@@ -672,7 +675,7 @@ static void on_report(Pool *p, Worker *w, const ElasticPool__OccupancyReport *r)
 
         row_from_report(&row, r, now);
         w->last_report_at = now;
-        p->reports_received++;
+        p->reports_received += !row.early; /* the counter is of the reports on the grid */
         if (p->hooks->report)
                 p->hooks->report(w, &row, p->userdata);
 }

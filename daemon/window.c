@@ -69,6 +69,7 @@ void row_from_report(Row *row, const ElasticPool__OccupancyReport *r, usec_t rec
                 .seq = r->has_seq ? r->seq : 0,
                 .monotonic = r->has_monotonic_usec ? r->monotonic_usec : 0,
                 .received = received,
+                .early = r->has_early && r->early,
         };
 
         row->has_cpu = take_double(r->has_cpu, r->cpu, &row->cpu);

@@ -16,6 +16,7 @@
 
 typedef struct Row {
         uint64_t seq;     /* 0 when the report carried none */
+        bool early;       /* an early report (executor queue crossed burst_queue): not a row of the window */
         usec_t monotonic; /* the sensor's reading time (CLOCK_MONOTONIC, one clock per host); 0 if none */
         usec_t received;  /* when the commander got it (CLOCK_MONOTONIC) */
 

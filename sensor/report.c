@@ -106,3 +106,16 @@ ElasticPool__OccupancyReport *report_build(ReportStorage *st, const ReportInput 
         r->load = build_load(st, rd);
         return r;
 }
+
+ElasticPool__OccupancyReport *report_build_early(ReportStorage *st, usec_t monotonic_usec, const AppFields *app) {
+        ElasticPool__OccupancyReport *r = &st->report;
+
+        if (!app->has_executor)
+                return NULL;
+        elastic_pool__occupancy_report__init(r);
+        r->has_early = r->early = true;
+        r->has_monotonic_usec = true;
+        r->monotonic_usec = monotonic_usec;
+        r->executor = build_executor(st, app);
+        return r;
+}

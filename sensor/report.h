@@ -51,3 +51,8 @@ typedef struct ReportInput {
 /* Fills st and returns its report; the sub-messages point into st, so st must not move while the report
  * is in use. */
 ElasticPool__OccupancyReport *report_build(ReportStorage *st, const ReportInput *in);
+
+/* An early report (the executor queue crossed the commander's burst_queue): early = true, the executor
+ * of app and monotonic_usec only; no seq (the ticks' sequence stays gapless). NULL when app has no
+ * executor: there is nothing to tell early. */
+ElasticPool__OccupancyReport *report_build_early(ReportStorage *st, usec_t monotonic_usec, const AppFields *app);

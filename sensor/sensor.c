@@ -32,6 +32,12 @@ struct ep_sensor {
 
         ReportStorage storage;
         const ElasticPool__OccupancyReport *last_report;
+        /* early reports (ELASTIC_POOL_BURST_QUEUE): the threshold, the side of it last told, the next look */
+        ReportStorage early_storage;
+        uint32_t burst_queue; /* 0: none asked for */
+        bool burst_over;
+        usec_t next_probe;
+        uint64_t early_reports;
         CpuSample cpu_last;
         uint64_t seq;
         uint64_t reports_dropped;
@@ -109,7 +115,33 @@ int sensor_tick_at(ep_sensor *s, usec_t now) {
         in.app = &app;
         report = report_build(&s->storage, &in);
         s->last_report = report;
+        /* the tick told the commander which side of burst_queue the queue is on */
+        s->burst_over = app.has_executor && s->burst_queue > 0 && app.queue_depth >= s->burst_queue;
         return send_report(s, report);
+}
+
+int sensor_probe_at(ep_sensor *s, usec_t now) {
+        ElasticPool__OccupancyReport *report;
+        AppFields app;
+        bool over;
+
+        if (s->burst_queue == 0)
+                return 0;
+        s->next_probe = now + SENSOR_BURST_PROBE_USEC;
+        app_state_snapshot(&s->app, &app);
+        over = app.has_executor && app.queue_depth >= s->burst_queue;
+        if (over == s->burst_over)
+                return 0;
+        s->burst_over = over;
+        report = report_build_early(&s->early_storage, now, &app);
+        if (!report)
+                return 0;
+        s->early_reports++;
+        return send_report(s, report);
+}
+
+uint64_t sensor_early_reports(const ep_sensor *s) {
+        return s->early_reports;
 }
 
 const ElasticPool__OccupancyReport *sensor_last_report(const ep_sensor *s) {
@@ -143,13 +175,21 @@ static int dispatch(ep_sensor *s) {
         r = channel_client_dispatch(s->channel);
         if (r < 0)
                 return r;
-        return tick_if_due(s);
+        r = tick_if_due(s);
+        if (r < 0)
+                return r;
+        if (s->burst_queue > 0 && now_usec(CLOCK_MONOTONIC) >= s->next_probe)
+                return sensor_probe_at(s, now_usec(CLOCK_MONOTONIC));
+        return 0;
 }
 
 static usec_t next_wakeup(ep_sensor *s) {
+        usec_t next;
+
         if (atomic_load(&s->interval_changed))
                 return 0;
-        return MIN(s->next_tick, channel_client_next_wakeup(s->channel));
+        next = MIN(s->next_tick, channel_client_next_wakeup(s->channel));
+        return s->burst_queue > 0 ? MIN(next, s->next_probe) : next;
 }
 
 static int parse_env_interval(ep_sensor *s) {
@@ -163,6 +203,23 @@ static int parse_env_interval(ep_sensor *s) {
         if (r < 0 || v == 0)
                 return log_error_errno(r < 0 ? r : -EINVAL, "Invalid ELASTIC_POOL_INTERVAL='%s': %m", e);
         atomic_store(&s->interval_usec, v);
+        return 0;
+}
+
+/* ELASTIC_POOL_BURST_QUEUE (the commander's [policy] burst_queue, set while its burst path is on): the
+ * executor queue crossing it is reported early. Unset: no probing, ticks only. */
+static int parse_env_burst_queue(ep_sensor *s) {
+        const char *e = getenv("ELASTIC_POOL_BURST_QUEUE");
+        int r;
+
+        if (!e)
+                return 0;
+        r = parse_uint32(e, &s->burst_queue);
+        if (r < 0 || s->burst_queue == 0) {
+                /* a hint, not a requirement: the ticks still report the queue */
+                log_warning("Invalid ELASTIC_POOL_BURST_QUEUE='%s', reporting on the ticks only", e);
+                s->burst_queue = 0;
+        }
         return 0;
 }
 
@@ -241,6 +298,9 @@ _public_ int ep_sensor_new(ep_sensor **ret) {
         if (r < 0)
                 return r;
         r = parse_env_identity(s);
+        if (r < 0)
+                return r;
+        r = parse_env_burst_queue(s);
         if (r < 0)
                 return r;
 

@@ -5,8 +5,9 @@
 # through the front end, /work?cpu_ms=5 without think time. The smoothed path is set slow on purpose
 # (1 s reports, 12 averaged: it needs about 6 s of overload to spawn) so that what spawns is the burst
 # path (burst_window 1.5 s, burst_queue 8):
-#   1. a spike of about 1 s (32 users) saturates w1 and ends: the journal says "Burst over after ...: a
-#      spike, nothing spawned", and the pool stays at one worker over the next reports;
+#   1. a spike (32 users for 800 ms: about a second of saturation once logins and the drained queue are
+#      counted) saturates w1 and ends: the journal says "Burst over after ...: a spike, nothing spawned",
+#      and the pool stays at one worker over the next reports;
 #   2. sustained overload (24 users) spawns w2 by the burst path ("Scale-up (burst path)"), its reason
 #      naming w1's waiting requests, within a few seconds of the load starting (a generous bound: this
 #      is a behaviour, not a benchmark; bench/burst-growth.sh measures);
@@ -38,7 +39,7 @@ load() {
 }
 
 # 1. a spike of about one second
-load spike 32 1s
+load spike 32 800ms
 spike=$EP_LAST_PID
 EP_WAIT=15 wait_log 'every worker saturated, waiting for burst_window'
 wait "$spike" || fail "the spike's load failed: $(cat "$EP_TMP/spike.summary")"

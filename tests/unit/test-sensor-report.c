@@ -199,8 +199,27 @@ static void test_report_build_every_field(void **state) {
         assert_true(r->pressure->memory_some_avg10 == 2.5);
 }
 
+/* An early report carries the executor and the time only, flagged early, without a seq. */
+static void test_report_build_early_executor_only(void **state) {
+        ReportStorage st;
+        AppFields app = { .has_executor = true, .busy = 4, .total = 4, .queue_depth = 9, .has_users = true,
+                          .users = 3 };
+        ElasticPool__OccupancyReport *r = report_build_early(&st, 7, &app);
+
+        assert_non_null(r);
+        assert_true(r->has_early && r->early);
+        assert_true(r->has_monotonic_usec && r->monotonic_usec == 7);
+        assert_false(r->has_seq || r->has_cpu || r->has_memory_bytes || r->has_users);
+        assert_non_null(r->executor);
+        assert_int_equal(r->executor->queue_depth, 9);
+        assert_int_equal(r->executor->total, 4);
+        app.has_executor = false;
+        assert_null(report_build_early(&st, 8, &app)); /* nothing to tell early */
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_report_build_early_executor_only),
                 cmocka_unit_test(test_cpu_sample_update_first_sample_absent),
                 cmocka_unit_test(test_cpu_sample_update_delta_over_wall_time),
                 cmocka_unit_test(test_cpu_sample_update_multi_core_exceeds_one),

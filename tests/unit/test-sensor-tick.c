@@ -178,6 +178,53 @@ static void test_sensor_get_timeout_first_tick_due_now(void **state) {
 
 #define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
+/* ELASTIC_POOL_BURST_QUEUE: a crossing of it by the executor queue, either way, is told at once, once; the
+ * tick tells the side too, so a probe after it has nothing to add. Unset: no probe ever sends. */
+static void test_sensor_probe_at_reports_crossings_once(void **state) {
+        _cleanup_(ep_sensor_freep) ep_sensor *s = NULL, *plain = NULL;
+        uint64_t timeout;
+
+        assert_int_equal(setenv("ELASTIC_POOL_BURST_QUEUE", "4", 1), 0);
+        assert_int_equal(ep_sensor_new(&s), 0);
+        ep_sensor_set_executor(s, 4, 4, 0);
+        assert_int_equal(sensor_tick_at(s, 1000000), 0);
+        assert_int_equal(sensor_probe_at(s, 1100000), 0);
+        assert_int_equal(sensor_early_reports(s), 0);
+        /* the next look is due at most a probe interval later */
+        assert_int_equal(ep_sensor_get_timeout(s, &timeout), 0);
+        assert_true(timeout <= 1100000 + SENSOR_BURST_PROBE_USEC);
+
+        ep_sensor_set_executor(s, 4, 4, 6); /* over: told */
+        assert_int_equal(sensor_probe_at(s, 1200000), 0);
+        assert_int_equal(sensor_early_reports(s), 1);
+        assert_int_equal(sensor_probe_at(s, 1300000), 0); /* still over: nothing new */
+        assert_int_equal(sensor_early_reports(s), 1);
+        ep_sensor_set_executor(s, 4, 4, 3); /* back under: told */
+        assert_int_equal(sensor_probe_at(s, 1400000), 0);
+        assert_int_equal(sensor_early_reports(s), 2);
+        ep_sensor_set_executor(s, 4, 4, 9); /* over, and a tick tells it first */
+        assert_int_equal(sensor_tick_at(s, 1500000), 0);
+        assert_int_equal(sensor_probe_at(s, 1600000), 0);
+        assert_int_equal(sensor_early_reports(s), 2);
+
+        assert_int_equal(unsetenv("ELASTIC_POOL_BURST_QUEUE"), 0);
+        assert_int_equal(ep_sensor_new(&plain), 0);
+        ep_sensor_set_executor(plain, 4, 4, 100);
+        assert_int_equal(sensor_probe_at(plain, 1000000), 0);
+        assert_int_equal(sensor_early_reports(plain), 0);
+}
+
+/* A bad value is a hint ignored with a warning: the worker starts, the ticks still report. */
+static void test_sensor_new_invalid_burst_queue_ignored(void **state) {
+        _cleanup_(ep_sensor_freep) ep_sensor *s = NULL;
+
+        assert_int_equal(setenv("ELASTIC_POOL_BURST_QUEUE", "0", 1), 0);
+        assert_int_equal(ep_sensor_new(&s), 0);
+        ep_sensor_set_executor(s, 1, 1, 50);
+        assert_int_equal(sensor_probe_at(s, 1000000), 0);
+        assert_int_equal(sensor_early_reports(s), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 TEST(test_sensor_tick_at_fixture_cpu_absent_then_delta),
@@ -189,6 +236,8 @@ int main(void) {
                 TEST(test_sensor_set_interval_zero_fails),
                 cmocka_unit_test(test_sensor_setters_null_sensor_ignored),
                 TEST(test_sensor_get_timeout_first_tick_due_now),
+                TEST(test_sensor_probe_at_reports_crossings_once),
+                TEST(test_sensor_new_invalid_burst_queue_ignored),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

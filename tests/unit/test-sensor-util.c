@@ -126,7 +126,7 @@ void sensor_env_reset(void) {
         static const char *const vars[] = {
                 "ELASTIC_POOL_CHANNEL_FD", "ELASTIC_POOL_CHANNEL",   "ELASTIC_POOL_GROUP",
                 "ELASTIC_POOL_WORKER",     "ELASTIC_POOL_INTERVAL",  "ELASTIC_POOL_PROC_ROOT",
-                "ELASTIC_POOL_CGROUP_ROOT",
+                "ELASTIC_POOL_CGROUP_ROOT", "ELASTIC_POOL_BURST_QUEUE",
         };
 
         for (size_t i = 0; i < ELEMENTSOF(vars); i++)
