@@ -23,7 +23,7 @@ ep_unit_test(spawn-throttle SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-spawn-throttl
 
 # A Manager in memory with Worker objects on open channels and no processes (manager-fixture.c). The
 # commander reads CLOCK_MONOTONIC through now_usec(): wrapped at link time, the tests drive the clock.
-foreach(m pool capacity status placement compaction relief reload rollout health)
+foreach(m pool capacity capacity-burst status placement compaction relief reload rollout health)
         ep_unit_test(${m} SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-${m}.c ${CMAKE_CURRENT_LIST_DIR}/manager-fixture.c
                 LIBS ep-core)
         target_link_options(test-${m} PRIVATE -Wl,--wrap=now_usec)

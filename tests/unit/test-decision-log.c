@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The decision log (daemon/decision-log.c): a line written for a decision reads back to the same input,
- * parameters and rate, and the same pure policies decide the same on it; a line that is not one names what
+ * parameters, rate and burst reading, and the same pure policies decide the same on it (a line from before
+ * the burst path replays as with the path off); a line that is not one names what
  * is wrong. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,15 +22,56 @@ static const PolicyParams params = {
         .min_workers = 1, .max_workers = 4, .rps_target = 50,
 };
 
-static char *write_line(DecisionDirection dir, const PolicyInput *in, const RateReading *rate, const Decision *d) {
+static char *write_line_burst(DecisionDirection dir, const PolicyInput *in, const RateReading *rate,
+                              const BurstReading *burst, const Decision *d) {
         char *buf = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&buf, &size);
 
         assert_non_null(f);
-        assert_int_equal(decision_log_write(f, dir, in, &params, rate, NULL, d), 0);
+        assert_int_equal(decision_log_write(f, dir, in, &params, rate, burst, d), 0);
         assert_int_equal(fclose(f), 0);
         return buf;
+}
+
+static char *write_line(DecisionDirection dir, const PolicyInput *in, const RateReading *rate, const Decision *d) {
+        return write_line_burst(dir, in, rate, NULL, d);
+}
+
+/* The burst path's spawn, and its hold, replay from the reading the line carries. */
+static void test_decision_log_burst_round_trip(void **state) {
+        const PolicyWorker w[] = {
+                { .id = 1, .reception = true, .routable = true, .freshness = FRESHNESS_FRESH, .occupancy = 0.2 },
+        };
+        const PolicyInput in = { .workers = w, .n_workers = 1, .mem_available = UINT64_MAX, .now = 5000000 };
+        BurstReading readings[] = {
+                { .status = BURST_SUSTAINED, .culprit = -1, .since = 3400000,
+                  .reason = "burst: w1 waiting 12/8 (executor queue 12) for 1.6s" },
+                { .status = BURST_HELD, .culprit = 1, .since = 1000000,
+                  .reason = "burst held: w1 executor queue not current for 4s" },
+        };
+        const DecisionKind kinds[] = { DECISION_SPAWN, DECISION_HELD };
+
+        for (size_t i = 0; i < ELEMENTSOF(readings); i++) {
+                _cleanup_free_ char *line = NULL, *error = NULL;
+                DecisionEntry e;
+                Decision d, again;
+
+                policy_scale_up(&in, &params, &d);
+                policy_scale_up_burst(&in, &params, &readings[i], &d);
+                assert_int_equal(d.kind, kinds[i]);
+                line = write_line_burst(DECIDE_SCALE_UP, &in, NULL, &readings[i], &d);
+                assert_int_equal(decision_log_parse(line, &e, &error), 0);
+                assert_int_equal(e.burst.status, readings[i].status);
+                assert_int_equal(e.burst.culprit, readings[i].culprit);
+                assert_true(e.burst.since == readings[i].since);
+                assert_string_equal(e.burst.reason, readings[i].reason);
+                decision_replay(&e, &e.params, &again);
+                assert_int_equal(again.kind, d.kind);
+                assert_int_equal(again.worker, d.worker);
+                assert_string_equal(again.reason, d.reason);
+                decision_entry_done(&e);
+        }
 }
 
 static void test_decision_log_round_trip(void **state) {
@@ -62,6 +104,7 @@ static void test_decision_log_round_trip(void **state) {
         }
         assert_string_equal(e.workers[2].missing, "cpu,memory");
         assert_string_equal(e.rate.reason, rate.reason);
+        assert_int_equal(e.burst.status, BURST_OFF); /* none written: as with the path off */
         assert_int_equal(e.decision.kind, d.kind);
         assert_string_equal(e.decision.reason, d.reason);
         /* the same code on the same input: the same decision */
@@ -94,6 +137,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_decision_log_round_trip),
                 cmocka_unit_test(test_decision_log_bad_lines),
+                cmocka_unit_test(test_decision_log_burst_round_trip),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* NETLINK_SOCK_DIAG against a real listening Unix socket: the kernel's accept-queue count goes 0 → 1
  * after a connect → 0 after the accept, the backlog limit is the one listen() set, and an inode that is
- * no socket (or no longer one) is -ENOENT. Skipped when the kernel offers no sock_diag for AF_UNIX. */
+ * no socket (or no longer one) is -ENOENT; one dump answers for many sockets at once (the burst path's
+ * sample), a socket that is gone or not listening not found. Skipped when the kernel offers no sock_diag for AF_UNIX. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -123,6 +124,43 @@ static void test_sock_diag_unix_backlog_unknown_inode(void **state) {
         safe_close(l);
 }
 
+static void test_sock_diag_unix_backlogs_one_dump(void **state) {
+        uint64_t inos[4];
+        uint32_t queued[4];
+        bool found[4];
+        int l1 = listener(16, &inos[0]), l2 = listener(16, &inos[1]), l3 = listener(16, &inos[2]), c[3];
+        int plain = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct stat st;
+
+        /* an unbound, unlistening socket is in no listening dump */
+        assert_true(plain >= 0);
+        assert_int_equal(fstat(plain, &st), 0);
+        inos[3] = (uint64_t) st.st_ino;
+        c[0] = connect_to(l1);
+        c[1] = connect_to(l1);
+        c[2] = connect_to(l3);
+        /* out of order on purpose: the answer goes by index */
+        assert_int_equal(sock_diag_unix_backlogs(diag, inos, 4, queued, found), 0);
+        assert_true(found[0] && found[1] && found[2]);
+        assert_false(found[3]);
+        assert_int_equal(queued[0], 2);
+        assert_int_equal(queued[1], 0);
+        assert_int_equal(queued[2], 1);
+        assert_int_equal(queued[3], 0);
+
+        /* a socket closed since is not found; the others still are */
+        close(l2);
+        assert_int_equal(sock_diag_unix_backlogs(diag, inos, 3, queued, found), 0);
+        assert_true(found[0] && !found[1] && found[2]);
+        assert_int_equal(sock_diag_unix_backlogs(diag, inos, 0, queued, found), 0);
+
+        for (size_t i = 0; i < 3; i++)
+                close(c[i]);
+        close(l1);
+        close(l3);
+        close(plain);
+}
+
 static void test_sock_diag_free_null(void **state) {
         assert_null(sock_diag_free(NULL));
 }
@@ -132,6 +170,7 @@ int main(void) {
                 cmocka_unit_test(test_sock_diag_unix_backlog_counts_queue),
                 cmocka_unit_test(test_sock_diag_unix_backlog_many_queries),
                 cmocka_unit_test(test_sock_diag_unix_backlog_unknown_inode),
+                cmocka_unit_test(test_sock_diag_unix_backlogs_one_dump),
                 cmocka_unit_test(test_sock_diag_free_null),
         };
         uint64_t ino;
