@@ -7,6 +7,7 @@
  * throttle, one spawn in flight at a time). */
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "capacity.h"
@@ -38,6 +39,16 @@ static int burst_buffers_fit(Capacity *c, size_t n) {
         }
         c->burst_buf_size = size;
         return 0;
+}
+
+const BurstReading *capacity_burst_reading(const Capacity *c, BurstReading *buf) {
+        if (c->burst.status == BURST_OFF || c->burst_generation == c->pool->generation)
+                return &c->burst;
+        /* assessed on another pool: a worker joined (the one the burst spawned, say) or left since. A
+         * reading of the old set must not spawn again; the next sample judges the new one. */
+        *buf = (BurstReading) { .status = BURST_CALM, .culprit = -1 };
+        snprintf(buf->reason, sizeof buf->reason, "burst: the pool changed since the last sample");
+        return buf;
 }
 
 void capacity_burst_executor(Capacity *c, Worker *w, uint32_t queue_depth, usec_t at) {
@@ -162,6 +173,7 @@ void capacity_burst_sample(Capacity *c, usec_t now) {
         }
         c->burst_samples++;
         burst_assess(c->burst_buf, n, &c->burst_params, now, &c->burst);
+        c->burst_generation = p->generation;
         journal_burst(&before, &c->burst);
         /* a spawn wanted, or a hold to show: the capacity check decides, through the same guards */
         if (c->burst.status == BURST_SUSTAINED || (c->burst.status == BURST_HELD && before.status != BURST_HELD) ||

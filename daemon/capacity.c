@@ -41,13 +41,16 @@ static void open_decision_log(Capacity *c) {
 /* A decision that differs from the last of its direction goes to the log, with what it was taken on. */
 static void record_decision(Capacity *c, DecisionDirection direction, const PolicyInput *in,
                             const RateReading *rate, const Decision *d) {
-        /* the burst path is on scale-up's side only */
-        const BurstReading *burst = direction == DECIDE_SCALE_UP && c->burst.status != BURST_OFF ? &c->burst : NULL;
         Decision *last = &c->last_logged[direction];
+        const BurstReading *burst = NULL;
+        BurstReading buf;
 
         if (!c->decision_log || (last->kind == d->kind && last->worker == d->worker && streq(last->reason, d->reason)))
                 return;
         *last = *d;
+        /* the burst path is on scale-up's side only: the reading decided on */
+        if (direction == DECIDE_SCALE_UP && c->burst.status != BURST_OFF)
+                burst = capacity_burst_reading(c, &buf);
         if (decision_log_write(c->decision_log, direction, in, &c->policy,
                                c->policy.rps_target > 0 ? rate : NULL, burst, d) < 0)
                 log_warning("Writing the decision log %s failed", c->decision_log_path);
@@ -368,10 +371,13 @@ static bool under_floor(const PolicyInput *in, const PolicyParams *p) {
 /* Scale-up in its three layers: occupancy, the request rate, the burst path. *ret_by_burst: the burst
  * path alone wanted the spawn (the other two decided NONE). */
 static void decide_scale_up(Capacity *c, const PolicyInput *in, Decision *d, bool *ret_by_burst) {
+        BurstReading buf;
+        const BurstReading *burst = capacity_burst_reading(c, &buf);
+
         policy_scale_up(in, &c->policy, d);
         policy_scale_up_rate(in, &c->policy, &c->rate_up, d);
-        *ret_by_burst = d->kind == DECISION_NONE && c->burst.status == BURST_SUSTAINED;
-        policy_scale_up_burst(in, &c->policy, &c->burst, d);
+        *ret_by_burst = d->kind == DECISION_NONE && burst->status == BURST_SUSTAINED;
+        policy_scale_up_burst(in, &c->policy, burst, d);
 }
 
 static void act_scale_up(Capacity *c, const PolicyInput *in) {

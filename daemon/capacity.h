@@ -88,6 +88,7 @@ typedef struct Capacity {
         /* the burst path (capacity-burst.c): its parameters, timer, scratch and last reading */
         BurstParams burst_params;
         BurstReading burst;
+        uint64_t burst_generation; /* the pool's generation burst was assessed at */
         sd_event_source *burst_timer;
         BurstWorker *burst_buf;
         uint64_t *burst_inos;
@@ -147,6 +148,9 @@ void capacity_burst_done(Capacity *c);
 /* One sample of every routable worker at now: tracks, the reading, its journal line on a change, and a
  * capacity check when the reading wants a spawn or holds one. */
 void capacity_burst_sample(Capacity *c, usec_t now);
+/* The burst reading the policies may act on: c->burst when it was assessed on the pool as it is, else a
+ * CALM one in buf ("the pool changed since the last sample"). */
+const BurstReading *capacity_burst_reading(const Capacity *c, BurstReading *buf);
 /* w's executor queue depth as its sensor told it at `at` (from a report row or an early report). */
 void capacity_burst_executor(Capacity *c, Worker *w, uint32_t queue_depth, usec_t at);
 

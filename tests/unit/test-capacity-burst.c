@@ -94,6 +94,24 @@ static void test_capacity_burst_sustained_queue_wants_a_worker(void **state) {
         assert_int_equal(m->capacity.scale_up_hold.kind, DECISION_REFUSED);
 }
 
+/* The worker a burst spawned joins the pool: the reading of the old pool must not spawn another before a
+ * sample judged the new one (the newcomer has room until it fills). */
+static void test_capacity_burst_one_spawn_per_reading(void **state) {
+        Worker *w = quiet_worker();
+        BurstReading buf;
+
+        report_queue(w, 12);
+        assert_true(sample_for(m->config.burst_window + CAPACITY_BURST_INTERVAL));
+        assert_int_equal(m->capacity.burst.status, BURST_SUSTAINED);
+        (void) fixture_add_worker(m, WORKER_ROUTABLE);
+        assert_int_equal(capacity_burst_reading(&m->capacity, &buf)->status, BURST_CALM);
+        capacity_check(&m->capacity);
+        assert_int_not_equal(m->capacity.last_scale_up, DECISION_SPAWN);
+        /* the next sample: w2 not sampled yet, then with room */
+        assert_false(sample_for(2 * CAPACITY_BURST_INTERVAL));
+        assert_int_equal(m->capacity.burst.status, BURST_CALM);
+}
+
 static void test_capacity_burst_spike_wants_none(void **state) {
         Worker *w = quiet_worker();
 
@@ -159,6 +177,7 @@ static void test_capacity_burst_off(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_capacity_burst_sustained_queue_wants_a_worker, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_capacity_burst_one_spawn_per_reading, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_capacity_burst_spike_wants_none, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_capacity_burst_early_report_not_archived, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_capacity_burst_stale_queue_is_late, setup, teardown),
