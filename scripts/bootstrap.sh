@@ -21,7 +21,7 @@ PKGS=(
         # tests/vm: a throw-away Debian 12 guest (debootstrap from apt's mirror) under qemu
         qemu-system-x86 qemu-utils debootstrap e2fsprogs xz-utils
 )
-BENCH_PKGS=(nginx-light haproxy wrk nghttp2-client valgrind linux-perf hyperfine)
+BENCH_PKGS=(nginx-light haproxy wrk nghttp2-client valgrind linux-perf hyperfine uwsgi-core uwsgi-plugin-python3)
 # Debian's fix for CVE-2026-27135 plus the Rapid Reset and CONTINUATION-flood backports.
 NGHTTP2_MIN=1.52.0-1+deb12u3
 
