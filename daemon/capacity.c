@@ -184,6 +184,7 @@ static void policy_worker_judge(const Capacity *c, const Worker *w, const Freshn
                 .outdated = worker_outdated(w),
                 .occupancy = w->reading.occupancy.value,
                 .users = capacity_worker_users(c, w),
+                .saturated = c->burst.status != BURST_OFF && w->burst.over_since != 0,
         };
         p->freshness = evaluator_freshness(&w->window, &w->reading, in, now, &p->since);
         if (p->freshness == FRESHNESS_MISSING)

@@ -401,7 +401,8 @@ int policy_admit(const PolicyInput *in, const PolicyParams *p, bool *ret_over) {
                                 i; /* a stale, missing or unconnected worker: the very last resort */
                 else {
                         last = (ssize_t) i;
-                        if (w->occupancy < p->admission_threshold &&
+                        /* a saturated worker has no room now, whatever its smoothed occupancy says */
+                        if (!w->saturated && w->occupancy < p->admission_threshold &&
                             (best < 0 || w->occupancy < in->workers[best].occupancy))
                                 best = (ssize_t) i;
                 }
@@ -482,7 +483,7 @@ int policy_place(const PolicyInput *in, const PolicyParams *p, size_t current, b
         /* The reception keeps while under its threshold, judged on a reading it has: a stale reception
          * could be full, so it passes the user on (admission still falls back to it if nothing else can). */
         if (reception >= 0 && policy_worker_judgeable(&in->workers[reception]) &&
-            in->workers[reception].occupancy < p->reception_threshold)
+            !in->workers[reception].saturated && in->workers[reception].occupancy < p->reception_threshold)
                 return (int) reception;
 
         return policy_admit(in, p, ret_over);

@@ -29,6 +29,8 @@ typedef struct PolicyWorker {
         const char *missing; /* for FRESHNESS_MISSING: the missing components, e.g. "cpu,memory" */
         double occupancy;    /* evaluator value; meaningless unless FRESH or NEW */
         uint32_t users;      /* logged-in users placed on it (from the surface) */
+        bool saturated;      /* the burst path sees at least burst_queue requests waiting for it now
+                              * (burst.h): placement passes new users on; growth ignores it */
 } PolicyWorker;
 
 /* Takes new users: routable and not retiring (the ledger's workers, admission's and placement's
@@ -159,13 +161,14 @@ void policy_compaction_hold(const PolicyWorker *w, usec_t now, Decision *ret);
  *
  * A user on a non-reception worker that takes users stays there (kept users stay kept): returns
  * current. A user on the reception, or on a worker that no longer takes users (retiring), is placed
- * reception-first. A reception that is not FRESH/NEW does not keep (it could be full). -EINVAL when
+ * reception-first. A reception that is not FRESH/NEW does not keep (it could be full), nor does a
+ * saturated one (requests queue for it now, whatever its smoothed occupancy says). -EINVAL when
  * current is out of range; -ENOENT when no worker is routable and non-retiring. *ret_over (may be NULL)
  * as for policy_admit(), false when a worker keeps. */
 int policy_place(const PolicyInput *in, const PolicyParams *p, size_t current, bool *ret_over);
 
-/* Admission: among routable non-reception non-retiring workers with a FRESH or NEW reading, the minimum
- * occupancy under admission_threshold; none under → the last of them with *ret_over = true (log a
+/* Admission: among routable non-reception non-retiring workers with a FRESH or NEW reading that are not
+ * saturated, the minimum occupancy under admission_threshold; none under → the last of them with *ret_over = true (log a
  * warning, scale-up will grow the group); none at all → the reception. -ENOENT when nothing is
  * routable. Returns an index into in->workers.
  *

@@ -788,6 +788,28 @@ static void test_policy_place_reception_passes_over_threshold(void **state) {
         assert_false(over);
 }
 
+/* A saturated worker (the burst path sees requests queue for it now) keeps no new user and admits none
+ * while another has room, whatever its smoothed occupancy says; with no other, the fallbacks stand. */
+static void test_policy_place_saturated_passes_on(void **state) {
+        PolicyWorker w[] = {RECEPTION(1, 0.1), FRESH(2, 0.1), FRESH(3, 0.3)};
+        PolicyInput in = INPUT(w);
+        bool over = true;
+
+        w[0].saturated = true;
+        assert_int_equal(policy_place(&in, &defaults, 0, &over), 1);
+        assert_false(over);
+        w[1].saturated = true;
+        assert_int_equal(policy_place(&in, &defaults, 0, &over), 2);
+        assert_false(over);
+        w[2].saturated = true; /* all saturated: the last one, over (the burst path grows the pool) */
+        assert_int_equal(policy_place(&in, &defaults, 0, &over), 2);
+        assert_true(over);
+        /* the sole worker keeps, saturated or not */
+        in.n_workers = 1;
+        assert_int_equal(policy_place(&in, &defaults, 0, &over), 0);
+        assert_false(over);
+}
+
 static void test_policy_place_sole_worker_keeps(void **state) {
         const PolicyWorker w[] = {RECEPTION(1, 0.99)};
         const PolicyWorker stale[] = {
@@ -1102,6 +1124,7 @@ int main(void) {
                 cmocka_unit_test(test_policy_compaction_min_workers_floor),
                 cmocka_unit_test(test_policy_place_reception_keeps_under_threshold),
                 cmocka_unit_test(test_policy_place_reception_passes_over_threshold),
+                cmocka_unit_test(test_policy_place_saturated_passes_on),
                 cmocka_unit_test(test_policy_place_sole_worker_keeps),
                 cmocka_unit_test(test_policy_place_kept_users_stay),
                 cmocka_unit_test(test_policy_place_from_retiring),
