@@ -72,6 +72,30 @@ SockDiag *sock_diag_free(SockDiag *d) {
         return NULL;
 }
 
+/* Sends req (with NLM_F_REQUEST and flags) and hands each answer to cb. 0; -ENOMEM; -ENOENT when the
+ * kernel has no such socket; -EIO for anything else netlink said. */
+static int ask(SockDiag *d, int flags, const struct unix_diag_req *req, nl_recvmsg_msg_cb_t cb, void *arg) {
+        struct nl_msg *msg;
+        int r;
+
+        msg = nlmsg_alloc_simple(SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | flags);
+        if (!msg)
+                return -ENOMEM;
+        r = nlmsg_append(msg, (void *) req, sizeof *req, NLMSG_ALIGNTO);
+        if (r >= 0)
+                r = nl_send_auto(d->sk, msg);
+        nlmsg_free(msg);
+        if (r < 0)
+                return -EIO;
+        r = nl_socket_modify_cb(d->sk, NL_CB_VALID, NL_CB_CUSTOM, cb, arg);
+        if (r < 0)
+                return -EIO;
+        r = nl_recvmsgs_default(d->sk);
+        if (r == -NLE_OBJ_NOTFOUND)
+                return -ENOENT;
+        return r < 0 ? -EIO : 0;
+}
+
 int sock_diag_unix_backlog(SockDiag *d, uint64_t ino, uint32_t *ret_queued, uint32_t *ret_limit) {
         struct unix_diag_req req = {
                 .sdiag_family = AF_UNIX,
@@ -81,28 +105,12 @@ int sock_diag_unix_backlog(SockDiag *d, uint64_t ino, uint32_t *ret_queued, uint
                 .udiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE },
         };
         Answer a = {};
-        struct nl_msg *msg;
         int r;
 
         /* an exact lookup by inode (no NLM_F_DUMP): one answer or an error */
-        msg = nlmsg_alloc_simple(SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST);
-        if (!msg)
-                return -ENOMEM;
-        r = nlmsg_append(msg, &req, sizeof req, NLMSG_ALIGNTO);
-        if (r >= 0)
-                r = nl_send_auto(d->sk, msg);
-        nlmsg_free(msg);
+        r = ask(d, 0, &req, on_valid, &a);
         if (r < 0)
-                return -EIO;
-
-        r = nl_socket_modify_cb(d->sk, NL_CB_VALID, NL_CB_CUSTOM, on_valid, &a);
-        if (r < 0)
-                return -EIO;
-        r = nl_recvmsgs_default(d->sk);
-        if (r == -NLE_OBJ_NOTFOUND)
-                return -ENOENT;
-        if (r < 0)
-                return -EIO;
+                return r;
         if (!a.found)
                 return -ENOENT;
         if (ret_queued)
@@ -160,8 +168,6 @@ int sock_diag_unix_backlogs(SockDiag *d, const uint64_t *inos, size_t n, uint32_
         };
         _cleanup_free_ Wanted *wanted = NULL;
         DumpAnswer a;
-        struct nl_msg *msg;
-        int r;
 
         for (size_t i = 0; i < n; i++) {
                 ret_queued[i] = 0;
@@ -177,19 +183,6 @@ int sock_diag_unix_backlogs(SockDiag *d, const uint64_t *inos, size_t n, uint32_
         qsort(wanted, n, sizeof *wanted, wanted_compare);
         a = (DumpAnswer) { .wanted = wanted, .n = n, .queued = ret_queued, .found = ret_found };
 
-        msg = nlmsg_alloc_simple(SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP);
-        if (!msg)
-                return -ENOMEM;
-        r = nlmsg_append(msg, &req, sizeof req, NLMSG_ALIGNTO);
-        if (r >= 0)
-                r = nl_send_auto(d->sk, msg);
-        nlmsg_free(msg);
-        if (r < 0)
-                return -EIO;
-        r = nl_socket_modify_cb(d->sk, NL_CB_VALID, NL_CB_CUSTOM, on_dump_valid, &a);
-        if (r < 0)
-                return -EIO;
         /* the dump's parts up to NLMSG_DONE */
-        r = nl_recvmsgs_default(d->sk);
-        return r < 0 ? -EIO : 0;
+        return ask(d, NLM_F_DUMP, &req, on_dump_valid, &a);
 }
