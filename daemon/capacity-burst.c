@@ -106,17 +106,17 @@ static void fill_sample(Capacity *c, Worker *w, bool dumped, bool accept_found, 
         }
 }
 
-/* The journal hears the reading's turns: a streak that began, a burst that is sustained, one that ended
- * before burst_window (a spike: nothing spawned), a hold. */
-static void journal_burst(const BurstReading *before, const BurstReading *after) {
+/* The journal hears the reading's turns: a burst that is sustained, a spike that ended before
+ * burst_window (nothing spawned), a hold. A pool that hovers at burst_queue turns every sample or two:
+ * a streak that begins, and one that ends within a quarter of burst_window, are debug lines. */
+static void journal_burst(const BurstReading *before, const BurstReading *after, usec_t window) {
         char span[32];
 
         if (before->status == after->status)
                 return;
         switch (after->status) {
         case BURST_RISING:
-                log_struct(LOG_INFO, LOG_FIELDS(.event = "burst"), "%s: every worker saturated, waiting for "
-                           "burst_window", after->reason);
+                log_debug("%s: every worker saturated, waiting for burst_window", after->reason);
                 break;
         case BURST_SUSTAINED:
                 log_struct(LOG_NOTICE, LOG_FIELDS(.event = "burst"), "%s: sustained, a worker is wanted",
@@ -126,7 +126,7 @@ static void journal_burst(const BurstReading *before, const BurstReading *after)
                 log_struct(LOG_NOTICE, LOG_FIELDS(.event = "burst"), "%s", after->reason);
                 break;
         case BURST_CALM:
-                if (before->status == BURST_RISING)
+                if (before->status == BURST_RISING && before->span >= window / 4)
                         log_struct(LOG_INFO, LOG_FIELDS(.event = "burst"),
                                    "Burst over after %s, shorter than burst_window: a spike, nothing spawned (%s)",
                                    format_timespan(span, sizeof span, before->span), after->reason);
@@ -163,18 +163,21 @@ void capacity_burst_sample(Capacity *c, usec_t now) {
         }
         if (n > 0 && p->sock_diag)
                 dumped = sample_accept_queues(c, n);
-        for (size_t i = 0; i < n; i++) {
-                Worker *w = pool_get_worker(p, c->burst_buf[i].id);
+        /* the same walk again, in the same order: the i-th taker is c->burst_buf[i] */
+        for (size_t j = 0, i = 0; j < p->n_workers && i < n; j++) {
+                Worker *w = p->workers[j];
                 BurstSample s;
 
+                if (!worker_takes_users(w))
+                        continue;
                 fill_sample(c, w, dumped, c->burst_found[i], c->burst_queued[i], now, &s);
                 burst_observe(&w->burst, &s, &c->burst_params, now);
-                c->burst_buf[i].track = w->burst;
+                c->burst_buf[i++].track = w->burst;
         }
         c->burst_samples++;
         burst_assess(c->burst_buf, n, &c->burst_params, now, &c->burst);
         c->burst_generation = p->generation;
-        journal_burst(&before, &c->burst);
+        journal_burst(&before, &c->burst, c->burst_params.window);
         /* a spawn wanted, or a hold to show: the capacity check decides, through the same guards */
         if (c->burst.status == BURST_SUSTAINED || (c->burst.status == BURST_HELD && before.status != BURST_HELD) ||
             (before.status == BURST_HELD && c->burst.status != BURST_HELD))

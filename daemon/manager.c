@@ -494,6 +494,8 @@ static void on_report(Worker *w, Row *row, void *userdata) {
         Manager *m = userdata;
 
         capacity_take_row(&m->capacity, w, row);
+        if (row->early)
+                return; /* the burst path's alone: w's reading did not change */
         compaction_step(&m->compaction, row->received);
         rollout_step(&m->rollout, row->received);
         relief_report(&m->relief, w, m->compaction.drain.worker != 0, row->received);
