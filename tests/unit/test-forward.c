@@ -690,7 +690,8 @@ static FakeAction silent(FakeConn *c) {
 }
 
 static FakeAction silent_on_slow(FakeConn *c) {
-        return c->raw && strstr(c->raw, "GET /slow ") ? FAKE_SILENT : FAKE_ANSWER;
+        /* raw is the bytes received so far, not a C string */
+        return c->raw && memmem(c->raw, c->raw_len, "GET /slow ", 10) ? FAKE_SILENT : FAKE_ANSWER;
 }
 
 /* Health counts what a worker leaves unanswered, not what it is slow at: a request that times out while
