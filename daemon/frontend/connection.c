@@ -31,9 +31,24 @@ void frontend_connection_register(Frontend *fe, FrontendConnection *c, const Fro
                 fe->connections->prev = c;
         fe->connections = c;
         fe->n_connections++;
+        trim_schedule_opened(&fe->trim, fe->n_connections);
+}
+
+/* A burst just ended: frontend-trim.c's timer gives its memory back at `at` (the timer is the front
+ * end's; arming it is a set_time on the rare close that ends a burst, not one per close). */
+static void trim_arm(Frontend *fe, usec_t at) {
+        if (!fe->trim_timer)
+                return;
+        if (sd_event_source_set_time(fe->trim_timer, at) < 0 ||
+            sd_event_source_set_enabled(fe->trim_timer, SD_EVENT_ONESHOT) < 0) {
+                log_debug("Failed to arm the memory trim timer, ignoring");
+                fe->trim.armed = false; /* the next close that ends a burst tries again */
+        }
 }
 
 void frontend_connection_unregister(Frontend *fe, FrontendConnection *c) {
+        usec_t trim_at;
+
         if (c->prev)
                 c->prev->next = c->next;
         else if (fe->connections == c)
@@ -43,6 +58,9 @@ void frontend_connection_unregister(Frontend *fe, FrontendConnection *c) {
         c->prev = c->next = NULL;
         if (fe->n_connections > 0)
                 fe->n_connections--;
+        trim_at = trim_schedule_closed(&fe->trim, fe->n_connections, frontend_now(fe));
+        if (trim_at != 0)
+                trim_arm(fe, trim_at);
         if (fe->shutting_down)
                 frontend_maybe_drained(fe);
 }

@@ -56,6 +56,11 @@ int frontend_h2_accept(Frontend *fe, int fd, const struct sockaddr_storage *peer
                        size_t initial_len, const uint8_t *settings, size_t settings_len,
                        const RequestHead *upgrade_req);
 
+/* HTTP/2's per-loop free lists (write buffers, streams, response blocks: up to about 9 MiB after a
+ * burst), emptied; the next connections fill them again. Once a burst is over (frontend-trim.c), never on
+ * the request path. */
+void frontend_h2_release_pools(void);
+
 /* A new client socket from a listener: starts as HTTP/1.1 (which hands over to h2 on a preface).
  * Takes fd in all cases (closes it on failure), like frontend_h2_accept(). 0 or -errno. */
 int frontend_h1_accept(Frontend *fe, int fd, const struct sockaddr_storage *peer);

@@ -19,6 +19,7 @@
 #include "frontend.h"
 #include "hashmap.h"
 #include "open-requests.h"
+#include "trim-schedule.h"
 
 typedef struct Listener {
         int fd;
@@ -86,6 +87,9 @@ struct Frontend {
         void *on_drained_userdata;
 
         sd_event_source *sweep_timer;
+        /* memory given back after a burst (frontend-trim.c): armed by the close that ends one */
+        TrimSchedule trim;
+        sd_event_source *trim_timer;
         sd_event_source *ready_timer;
         bool listeners_held;     /* frontend_hold_listeners(): a restarted commander takes its workers back */
         AcceptPause accept_pause; /* out of file descriptors: accepting paused, retried on a timer */
@@ -101,6 +105,9 @@ struct Frontend {
         uint64_t requests, responses, errors, holds, rejected_connections;
         unsigned exchanges_open; /* requests alive on client connections (HTTP/1.1 requests, h2 streams) */
 };
+
+/* The memory trim's timer, off until a burst ends (frontend-trim.c). 0 or -errno. */
+int frontend_trim_start(Frontend *fe);
 
 /* The loop's time of this iteration: what exchanges are stamped with, without a clock read per call. */
 static inline usec_t frontend_now(const Frontend *fe) {

@@ -675,6 +675,9 @@ int frontend_new(const FrontendOptions *o, Frontend **ret) {
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(fe->sweep_timer, SD_EVENT_ON);
+        r = frontend_trim_start(fe);
+        if (r < 0)
+                goto fail;
         r = error_log_init(fe);
         if (r < 0)
                 goto fail;
@@ -703,6 +706,7 @@ Frontend *frontend_free(Frontend *fe) {
         error_log_done(fe);
         fe->shutdown_deadline = sd_event_source_disable_unref(fe->shutdown_deadline);
         fe->sweep_timer = sd_event_source_disable_unref(fe->sweep_timer);
+        fe->trim_timer = sd_event_source_disable_unref(fe->trim_timer);
         fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);
         accept_pause_done(&fe->accept_pause);
         free(fe->trusted);

@@ -231,6 +231,13 @@ static void wbuf_put(H2Connection *c) {
         c->wstart = c->wend = 0;
 }
 
+void frontend_h2_release_pools(void) {
+        while (n_wbuf_pool > 0)
+                free(wbuf_pool[--n_wbuf_pool]);
+        h2_stream_pool_release();
+        h2_response_pool_release();
+}
+
 int h2_wbuf_reserve(H2Connection *c, size_t need, uint8_t **ret) {
         if (wbuf_get(c) < 0)
                 return -ENOMEM;

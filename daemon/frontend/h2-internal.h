@@ -212,6 +212,8 @@ nghttp2_option *h2_session_options(void);
 int h2_stream_new(H2Connection *c, int32_t id, Stream **ret);
 /* Returns the Stream to the per-loop pool; frees its arena chunks and response blocks. */
 void h2_stream_release(Stream *s);
+/* The per-loop free list of streams, emptied (frontend_h2_release_pools()). */
+void h2_stream_pool_release(void);
 /* Copies bytes into the stream's arena; NULL on ENOMEM. */
 char *h2_stream_strndup(Stream *s, const void *p, size_t n);
 /* One decoded field of the request's header block. 0 or -ENOMEM. */
@@ -238,6 +240,8 @@ void h2_stream_drop_exchange(Stream *s);
 /* h2-response.c */
 extern const ClientOps h2_client_ops;
 void h2_queue_clear(ByteQueue *q);
+/* The per-loop free list of response blocks, emptied (frontend_h2_release_pools()). */
+void h2_response_pool_release(void);
 /* The stream is closing: its unsent response bytes go, it leaves the resume list. */
 void h2_stream_forget_response(Stream *s);
 /* Answers with a short text/plain response of our own (no exchange involved). 0 or -errno. */

@@ -53,6 +53,15 @@ static void block_put(Block *b) {
                 free(b);
 }
 
+void h2_response_pool_release(void) {
+        while (pool_blocks) {
+                Block *b = pool_blocks;
+                pool_blocks = b->next;
+                free(b);
+        }
+        n_pool_blocks = 0;
+}
+
 static int queue_append(ByteQueue *q, const uint8_t *p, size_t n) {
         while (n > 0) {
                 Block *b = q->tail;

@@ -65,6 +65,15 @@ void h2_stream_release(Stream *s) {
                 free(s);
 }
 
+void h2_stream_pool_release(void) {
+        while (pool_streams) {
+                Stream *s = pool_streams;
+                pool_streams = s->next;
+                free(s);
+        }
+        n_pool_streams = 0;
+}
+
 static void *h2_stream_alloc(Stream *s, size_t size) {
         ArenaChunk *k;
         size_t need = (size + 7) & ~(size_t) 7;

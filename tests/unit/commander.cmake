@@ -20,6 +20,7 @@ ep_unit_test(surface SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-surface.c LIBS ep-co
 ep_unit_test(open-requests SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-open-requests.c LIBS ep-core)
 ep_unit_test(move SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-move.c LIBS ep-core)
 ep_unit_test(spawn-throttle SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-spawn-throttle.c LIBS ep-core)
+ep_unit_test(trim-schedule SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-trim-schedule.c LIBS ep-core)
 
 # A Manager in memory with Worker objects on open channels and no processes (manager-fixture.c). The
 # commander reads CLOCK_MONOTONIC through now_usec(): wrapped at link time, the tests drive the clock.
