@@ -82,6 +82,7 @@ for p in $(seq "$port_base" $((port_base + 2))); do
 done
 
 . "$top/bench/bench-lib.sh"
+bench_setup
 
 # Whether the journal stand-in can run: a private mount namespace with a tmpfs over /run/systemd (or
 # /run where that does not exist).
@@ -203,7 +204,7 @@ echo "# load: elastic-pool-loadgen --users $load_users --think $load_think --cpu
 # round SIZE LOAD ROUND: one case's moves; appends the pauses (us) to $work/SIZE-LOAD.pauses and the
 # client's held /state latencies (ms) to $work/SIZE-LOAD.held, prints the round's row
 round() {
-        local size=$1 load=$2 r=$3 name=p$1 addr prefix lg="" m0 m1 c0 c1 t0 t1 held moved n occ p50 p99 max
+        local size=$1 load=$2 r=$3 name=p$1 addr prefix lg="" held moved n occ p50 p99 max
         addr=127.0.0.1:$(awk -F'= *' '/^listen/ { print $2 }' "$work/$name.conf" | cut -d: -f2)
         prefix="r${r}${load:0:1}u"
         if [[ $load == load ]]; then
@@ -234,11 +235,13 @@ round() {
                         sleep 0.1
                 done
         fi
-        local s0 s1
-        read -r m0 s0 <<<"$(machine_ticks)"; c0=$(cg_usec); t0=$(date +%s%N)
+        local span c0 c1
+        span=$(span_begin); c0=$(cg_usec)
         "$py" "$helper" users "$addr" "$prefix" "$moves" --state >"$work/$name-$load-$r.users" ||
                 echo "# $size $load round $r: some logins or /state answers failed (see BENCH_KEEP)"
-        read -r m1 s1 <<<"$(machine_ticks)"; c1=$(cg_usec); t1=$(date +%s%N)
+        c1=$(cg_usec)
+        local other steal mark
+        read -r other steal mark _ < <(span_end "$span" $((c1 - c0)))
         occ=$(status_py "$name" '"%.2f/%.2f" % tuple(w["occupancy"] for w in sorted(d["workers"], key=lambda w: not w["reception"]))')
         [[ -n $lg ]] && stop_pid "$lg" INT
         # every move of the round has its end journaled before its held /state is released
@@ -248,12 +251,6 @@ round() {
                 sleep 0.05
         done
         pauses "$name" "${prefix}[0-9]+" >"$work/$name-$load-$r.moves"
-        local other steal mark
-        read -r other steal mark < <(awk -v m0="$m0" -v m1="$m1" -v s0="$s0" -v s1="$s1" -v c0="$c0" -v c1="$c1" \
-                -v hz="$hz" -v el=$(((t1 - t0) / 1000)) 'BEGIN {
-                steal = (s1 - s0) / hz * 1e8 / el
-                other = ((m1 - m0) / hz * 1e6 - (c1 - c0)) * 100 / el; if (other < 0) other = 0
-                printf "%.1f %.1f %s\n", other, steal, (other + steal > 5) ? "!" : "-" }')
         awk '$6 == "done" { print $7 }' "$work/$name-$load-$r.moves" >>"$work/$size-$load.pauses"
         awk '$3 == 200 { print $4 }' "$work/$name-$load-$r.users" >>"$work/$size-$load.held"
         if [[ $mark == - ]]; then
@@ -364,7 +361,7 @@ until (($(status_py "$name" '[w for w in d["workers"] if w["name"] == "w2"][0]["
 done
 echo "# $drain_users users logged in and passed on to w2 in $((($(date +%s%N) - t0) / 1000000))ms"
 for p in "${guest_pids[@]}"; do stop_pid "$p"; done
-read -r m0 s0 <<<"$(machine_ticks)"; c0=$(cg_usec); t0=$(date +%s%N)
+span=$(span_begin); c0=$(cg_usec)
 if ! wait_log 120 "$work/$name.log" 'Compaction: w2 drained'; then
         echo "# w2 was not drained within 120 s; status.json says:"
         status_py "$name" '"holds.compaction: %s\n# drain: %s\n# last_drain: %s" % (d["holds"]["compaction"], d["drain"], d["last_drain"])' |
@@ -372,7 +369,7 @@ if ! wait_log 120 "$work/$name.log" 'Compaction: w2 drained'; then
         grep -E 'Compaction' "$work/$name.log" | tail -n 5 | cut -c1-300 | sed 's/^/# /'
         exit 1
 fi
-read -r m1 s1 <<<"$(machine_ticks)"; c1=$(cg_usec); t1=$(date +%s%N)
+read -r other steal mark secs < <(span_end "$span" $(($(cg_usec) - c0)))
 first=$(grep -m1 -E 'Compaction: draining w2 by live moves' "$work/$name.log" | cut -d' ' -f1)
 last=$(grep -m1 -E 'Compaction: w2 drained' "$work/$name.log")
 stopped=$(count_log "$work/$name.log" 'Compaction: drain of w2 stopped')
@@ -393,9 +390,6 @@ if ((stopped > 0)); then
 fi
 echo "moves of the drain: $n done, $(awk '$6 != "done"' "$work/$name.moves" | wc -l) not; pause p50 $p50 ms, p99 $p99 ms," \
         "worst $max ms (the longest any user's requests were held)"
-awk -v m0="$m0" -v m1="$m1" -v s0="$s0" -v s1="$s1" -v c0="$c0" -v c1="$c1" -v hz="$hz" -v el=$(((t1 - t0) / 1000)) 'BEGIN {
-        other = ((m1 - m0) / hz * 1e6 - (c1 - c0)) * 100 / el; if (other < 0) other = 0
-        printf "from idle to drained (%.1f s): steal%% %.1f, other%% %.1f%s\n", el / 1e6, (s1 - s0) / hz * 1e8 / el, other,
-                (other + (s1 - s0) / hz * 1e8 / el > 5) ? " (disturbed)" : "" }'
+printf 'from idle to drained (%.1f s): steal%% %s, other%% %s%s\n' "$secs" "$steal" "$other" "$([[ $mark == '!' ]] && echo ' (disturbed)')"
 expected='Every worker is over admission_threshold|scale-up refused: max_workers=2 reached|Compaction: drain of w2 stopped'
 grep -E 'WARNING: |ERROR: ' "$work/$name.log" | grep -vE "$expected" | head -n 5 | cut -c1-400 | sed "s/^/# $name: /" || true

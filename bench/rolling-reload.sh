@@ -47,6 +47,7 @@ for b in "$commander" "$worker" "$loadgen"; do [[ -x $b ]] || fail "no $b: build
 ! ss -Hltn "sport = :$port" | grep -q . || fail "port $port is taken (set BENCH_PORT)"
 
 . "$top/bench/bench-lib.sh"
+bench_setup
 
 conf=$work/pool.conf
 status=$work/run/status.json
@@ -96,7 +97,7 @@ moved_before=0
 for i in $(seq "$reloads"); do
         threads=$((threads == 4 ? 3 : 4))
         before=$(ended)
-        read -r m0 s0 <<<"$(machine_ticks)"; c0=$(cg_usec); t0=$(date +%s%N)
+        span=$(span_begin); c0=$(cg_usec)
         write_conf "$threads"
         kill -HUP "${pids[0]}"
         deadline=$((SECONDS + 120))
@@ -104,15 +105,11 @@ for i in $(seq "$reloads"); do
                 ((SECONDS < deadline)) || fail "reload $i did not end within 120 s: $(grep 'Rolling reload' "$log" | tail -n 3)"
                 sleep 0.02
         done
-        read -r m1 s1 <<<"$(machine_ticks)"; c1=$(cg_usec); t1=$(date +%s%N)
-        wall=$(((t1 - t0) / 1000))
-        steal=$(awk -v d=$((s1 - s0)) -v hz="$hz" -v w="$wall" 'BEGIN { printf "%.1f", (w > 0 ? d / hz * 1e6 / w * 100 : 0) }')
-        other=$(awk -v m=$((m1 - m0)) -v c=$((c1 - c0)) -v hz="$hz" -v w="$wall" \
-                'BEGIN { o = m / hz * 1e6 - c; if (o < 0) o = 0; printf "%.1f", (w > 0 ? o / w * 100 : 0) }')
+        read -r other steal flag secs < <(span_end "$span" $(($(cg_usec) - c0)))
         last=$(grep -E 'Rolling reload (done|stopped)' "$log" | tail -n 1 | sed 's/.*Rolling reload //')
         moved=$(count_log "$log" 'done after .*\(rolling reload')
-        flag=$(awk -v a="$steal" -v b="$other" 'BEGIN { print (a + b > 5) ? "!" : "" }')
-        printf '%-8s %10.1f %9s %8s %8s %s  (%s; %d users moved)\n' "$i" "$(awk -v w="$wall" 'BEGIN { print w / 1000 }')" \
+        [[ $flag == '!' ]] || flag=""
+        printf '%-8s %10.1f %9s %8s %8s %s  (%s; %d users moved)\n' "$i" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')" \
                 "$(sed -n 's/.*: \([0-9]*\) workers replaced.*/\1/p' <<<"$last")" "$steal" "$other" "$flag" "$last" \
                 $((moved - moved_before))
         moved_before=$moved
