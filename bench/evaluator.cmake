@@ -4,5 +4,5 @@
 add_executable(bench-report-cost ${CMAKE_CURRENT_LIST_DIR}/report-cost.c ${CMAKE_SOURCE_DIR}/daemon/window.c
         ${CMAKE_SOURCE_DIR}/daemon/evaluator.c ${CMAKE_SOURCE_DIR}/daemon/policy.c)
 target_include_directories(bench-report-cost PRIVATE ${CMAKE_SOURCE_DIR}/daemon)
-target_link_libraries(bench-report-cost PRIVATE ep-shared ep-proto m)
+target_link_libraries(bench-report-cost PRIVATE bench-span ep-shared ep-proto m)
 ep_target_warnings(bench-report-cost)

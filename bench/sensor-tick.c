@@ -3,6 +3,8 @@
  * when a channel is attached), measured with CLOCK_PROCESS_CPUTIME_ID over many ticks.
  *
  *   bench-sensor-tick [--ticks N] [--fixture] [--channel] [--watch-self]
+ *     BENCH_ROUNDS (3) rounds of N ticks, each printed with other% and steal% (bench-span.h), '!' when
+ *     disturbed; the closing line has the medians of the undisturbed rounds
  *     --fixture     read a fixture tree (v2 leaf with memory.current, cpu.stat, PSI) instead of the real
  *                   files of this process: the library's own cost, without the kernel's
  *     --channel     attach a socketpair channel, so each tick also packs and writes its report (the bench
@@ -21,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench-span.h"
 #include "cleanup.h"
 #include "elastic-pool/sensor.h"
 #include "fd-util.h"
@@ -144,7 +147,10 @@ int main(int argc, char *argv[]) {
         char root[] = "/tmp/ep-bench-fixture.XXXXXX";
         _cleanup_close_ int drain_fd = -EBADF;
         const ElasticPool__OccupancyReport *last;
-        usec_t cpu0, cpu1, wall0, wall1;
+        double cpu[BENCH_ROUNDS_MAX], wall[BENCH_ROUNDS_MAX], other, steal, cpu_median;
+        bool disturbed[BENCH_ROUNDS_MAX];
+        unsigned rounds = bench_rounds(3);
+        size_t quiet, quiet_wall;
         ep_sensor *s = NULL;
         char buf[65536];
         int r;
@@ -180,30 +186,39 @@ int main(int argc, char *argv[]) {
         for (unsigned i = 0; i < 100; i++)
                 (void) sensor_tick_at(s, now_usec(CLOCK_MONOTONIC));
 
-        cpu0 = now_usec(CLOCK_PROCESS_CPUTIME_ID);
-        wall0 = now_usec(CLOCK_MONOTONIC);
-        for (uint64_t i = 0; i < arg_ticks; i++) {
-                /* the clock read is part of a real tick */
-                r = sensor_tick_at(s, now_usec(CLOCK_MONOTONIC));
-                if (r < 0) {
-                        log_error_errno(r, "Tick failed: %m");
-                        return 1;
+        for (unsigned k = 0; k < rounds; k++) {
+                BenchSpan span;
+                usec_t cpu0 = now_usec(CLOCK_PROCESS_CPUTIME_ID), wall0 = now_usec(CLOCK_MONOTONIC);
+
+                bench_span_begin(&span);
+                for (uint64_t i = 0; i < arg_ticks; i++) {
+                        /* the clock read is part of a real tick */
+                        r = sensor_tick_at(s, now_usec(CLOCK_MONOTONIC));
+                        if (r < 0) {
+                                log_error_errno(r, "Tick failed: %m");
+                                return 1;
+                        }
+                        if (drain_fd >= 0 && i % 256 == 0)
+                                while (recv(drain_fd, buf, sizeof buf, MSG_DONTWAIT) > 0)
+                                        ;
                 }
-                if (drain_fd >= 0 && i % 256 == 0)
-                        while (recv(drain_fd, buf, sizeof buf, MSG_DONTWAIT) > 0)
-                                ;
+                cpu[k] = (double) (now_usec(CLOCK_PROCESS_CPUTIME_ID) - cpu0) / (double) arg_ticks;
+                wall[k] = (double) (now_usec(CLOCK_MONOTONIC) - wall0) / (double) arg_ticks;
+                disturbed[k] = bench_span_end(&span, &other, &steal);
+                printf("  round %u: cpu_per_tick_us=%.2f wall_per_tick_us=%.2f other%%=%.1f%s steal%%=%.1f\n", k + 1,
+                       cpu[k], wall[k], other, disturbed[k] ? "!" : "", steal);
         }
-        cpu1 = now_usec(CLOCK_PROCESS_CPUTIME_ID);
-        wall1 = now_usec(CLOCK_MONOTONIC);
+        cpu_median = bench_quiet_median(cpu, disturbed, rounds, &quiet);
 
         last = sensor_last_report(s);
+        /* the medians of the undisturbed rounds (of all when none was quiet: quiet=0) */
         printf("ticks=%llu mode=%s%s%s cpu_source=%s memory_source=%s psi=%s cpu_per_tick_us=%.2f "
-               "wall_per_tick_us=%.2f\n",
+               "wall_per_tick_us=%.2f quiet=%zu/%u\n",
                (unsigned long long) arg_ticks, arg_fixture ? "fixture" : "real",
                arg_channel ? "+channel" : "",
                arg_watch_self ? "+watch-self" : "", cpu_source(last), memory_source(last),
                last->pressure ? "yes" : "no",
-               (double) (cpu1 - cpu0) / (double) arg_ticks, (double) (wall1 - wall0) / (double) arg_ticks);
+               cpu_median, bench_quiet_median(wall, disturbed, rounds, &quiet_wall), quiet, rounds);
         ep_sensor_free(s);
         if (arg_fixture)
                 (void) nftw(root, remove_one, 16, FTW_DEPTH | FTW_PHYS);
