@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# elastic-pool's front end beside nginx and HAProxy, in one run, in front of the SAME demo worker:
+# elastic-pool's front end beside nginx, HAProxy and nghttpx, in one run, in front of the SAME demo worker:
 # requests/s, p50/p99 and the proxy's CPU time per request, for HTTP/1.1 (wrk) and h2c with prior
-# knowledge (h2load), then elastic-pool / best peer ratios. A benchmark, never a test: the figures are
+# knowledge (h2load), every row of every round printed, then elastic-pool / best peer ratios from
+# same-round pairs of undisturbed rows. A benchmark, never a test: the figures are
 # for people, and only the ratios between peers measured in the same run mean anything.
 #
 #   sudo bench/proxy-compare.sh [BUILD_DIR]        (default: the tree scripts/build.sh builds)
@@ -11,17 +12,19 @@
 #
 # What is compared:
 #   * elastic-pool spawns the worker itself (backend=cgroup, in a fresh cgroup v2 parent of this run,
-#     min_workers = max_workers = BENCH_WORKERS, default 1). nginx and HAProxy forward to the very same
-#     Unix socket <runtime dir>/wN.sock over keep-alive HTTP/1.1 upstream connections.
+#     min_workers = max_workers = BENCH_WORKERS, default 1). nginx, HAProxy and nghttpx forward to the very
+#     same Unix socket <runtime dir>/wN.sock over keep-alive HTTP/1.1 upstream connections.
 #   * elastic-pool sends logged-out traffic (all of this benchmark's) to its reception only, so nginx and
-#     HAProxy are pointed at the reception's socket only: every proxy forwards to the same ONE worker.
+#     the peers are pointed at the reception's socket only: every proxy forwards to the same ONE worker.
 #   * The peers do the per-request work elastic-pool does (it re-serialises every request and adds
 #     X-Forwarded-For, X-Forwarded-Proto and X-Request-Id): nginx sets the same three headers ($request_id),
-#     HAProxy adds them (option forwardfor, set-header, a unique-id). No access log anywhere; keep-alive
+#     HAProxy adds them (option forwardfor, set-header, a unique-id), nghttpx adds the first two and a fixed
+#     X-Request-Id (it has no per-request id without mruby; see proxy-lib.sh). No access log anywhere; keep-alive
 #     request limits lifted on both sides (nginx's default of 1000 would make it reconnect; the others never
 #     do); up to BENCH_CONNS keep-alive upstream connections each, as elastic-pool's upstream_connections.
 #   * CPUs on this 2-core machine (BENCH_PIN=1, the default): each proxy runs alone on CPU 0 (one event
-#     loop, like the commander's one sd-event loop); the load generator and the worker share CPU 1. The
+#     loop, like the commander's one sd-event loop: nginx worker_processes 1, HAProxy nbthread 1, nghttpx
+#     --single-thread); the load generator and the worker share CPU 1. The
 #     "direct" row is wrk against a second demo worker on TCP with the same CPU 1 layout and no proxy:
 #     the ceiling of the CPU-1 side. "nginx-auto" is nginx with worker_processes auto, unpinned (both
 #     cores): for reference, never counted as the best peer.
@@ -29,13 +32,16 @@
 #     after the measured run, over the requests completed in it; "worker" is the same for the worker
 #     and "load" for wrk/h2load. "other%" is CPU time that processes outside the benchmark took during
 #     the run, in % of one CPU (a build or a test suite running beside it), and "steal%" the time the
-#     hypervisor took from this virtual machine's CPUs (/proc/stat): above ~5 together the row was
-#     disturbed, and the script marks it with '!'.
+#     hypervisor took from this virtual machine's CPUs (/proc/stat): above 5 together the row was
+#     disturbed, and the script marks it with '!' (bench-lib.sh's span_begin/span_end).
+#   * Every row of every round is printed as it is measured; the table after them has each row's
+#     medians over the rounds (with how many of its rounds were disturbed), and the ratios are taken per
+#     round from that round's rows (elastic-pool / the best undisturbed peer of the round) and summed up as
+#     the median over the rounds where elastic-pool's row and at least one peer's were quiet.
 #
-# Environment: BENCH_DURATION (10 s), BENCH_WARMUP (2 s), BENCH_ROUNDS (1; with more, every row is the
-# median of its rounds, run interleaved), BENCH_CONNS (64, wrk), BENCH_THREADS (2), BENCH_H2_CLIENTS
+# Environment: BENCH_DURATION (10 s), BENCH_WARMUP (2 s), BENCH_ROUNDS (1; rounds run interleaved), BENCH_CONNS (64, wrk), BENCH_THREADS (2), BENCH_H2_CLIENTS
 # (16) x BENCH_H2_STREAMS (4) for h2load, BENCH_WORKERS (1), BENCH_PIN (1), BENCH_NGINX_AUTO (1),
-# BENCH_PORT_BASE (18180; nine ports from it), BENCH_KEEP=DIR (keep logs and configurations),
+# BENCH_PORT_BASE (18180; ten ports from it), BENCH_DISTURBED (5: other% + steal% over it marks a row), BENCH_KEEP=DIR (keep logs and configurations),
 # BENCH_BASELINE=BUILD_DIR: a second commander, of that build, measured in every round beside this one
 # ("elastic-pool@base", its own worker of this build's demo worker binary, the same CPUs), with the CPU
 # per request of the two compared round by round (same-round pairs) and as a median of those ratios.
@@ -60,13 +66,17 @@ if [[ $nginx_auto == 1 ]]; then
         ngxa_pid=$ngx_pid
 fi
 start_haproxy "$port_hap_h1" "$port_hap_h2"
+start_nghttpx "$port_ngh"
 start_direct
 baseline=${BENCH_BASELINE:-}
 [[ -n $baseline ]] && start_baseline "$baseline"
 
-names=(elastic-pool nginx haproxy)
-declare -A port_h1=([elastic-pool]=$port_ep [nginx]=$port_ngx_h1 [haproxy]=$port_hap_h1 [nginx-auto]=$port_ngxa_h1)
-declare -A port_h2=([elastic-pool]=$port_ep [nginx]=$port_ngx_h2 [haproxy]=$port_hap_h2 [nginx-auto]=$port_ngxa_h2)
+names=(elastic-pool nginx haproxy nghttpx)
+peers=(nginx haproxy nghttpx) # the single-loop peers the ratios compare with
+declare -A port_h1=([elastic-pool]=$port_ep [nginx]=$port_ngx_h1 [haproxy]=$port_hap_h1 [nghttpx]=$port_ngh
+        [nginx-auto]=$port_ngxa_h1)
+declare -A port_h2=([elastic-pool]=$port_ep [nginx]=$port_ngx_h2 [haproxy]=$port_hap_h2 [nghttpx]=$port_ngh
+        [nginx-auto]=$port_ngxa_h2)
 ((nginx_auto)) && names+=(nginx-auto)
 declare -A wpids
 for name in "${names[@]}"; do wpids[$name]="${worker_pids[*]}"; done
@@ -81,10 +91,10 @@ for name in "${names[@]}"; do
 done
 check_get "$port_direct"
 # nginx forks its workers after it listens: read its process tree only now that it has answered.
-declare -A ppids=([elastic-pool]=$ep_pid [nginx]="$(proc_tree "$ngx1_pid")" [haproxy]=$hap_pid)
+declare -A ppids=([elastic-pool]=$ep_pid [nginx]="$(proc_tree "$ngx1_pid")" [haproxy]=$hap_pid
+        [nghttpx]="$(proc_tree "$ngh_pid")")
 ((nginx_auto)) && ppids[nginx-auto]="$(proc_tree "$ngxa_pid")"
 [[ -n $baseline ]] && ppids[elastic-pool@base]=$base_pid
-hz=$(getconf CLK_TCK)
 declare -A res
 
 # load PROTO PORT SECONDS OUT [extra args]: wrk for h1, h2load for h2, on the load CPU.
@@ -103,17 +113,22 @@ load() {
 # around it; appends "rps p50 p99 cpu user sys worker load other requests errors" to res[NAME/PROTO].
 measure() {
         local name=$1 proto=$2 port=$3 proxy_pids=$4 wpids=$5 out=$work/$1-$2.out
-        local before after wbefore wafter mbefore mafter t0 t1 lt n rps p50 p99 errors
+        local before after wbefore wafter span lt n rps p50 p99 errors row own
         load "$proto" "$port" "$warmup" /dev/null
         # shellcheck disable=SC2086
-        before=$(cpu_ticks $proxy_pids) wbefore=$(cpu_ticks $wpids) mbefore=$(machine_busy) t0=$(date +%s%N)
+        before=$(cpu_ticks $proxy_pids) wbefore=$(cpu_ticks $wpids) span=$(span_begin)
         if [[ $proto == h1 ]]; then
                 lt=$({ TIMEFORMAT='%3U %3S'; time load h1 "$port" "$duration" "$out" --latency; } 2>&1)
         else
                 lt=$({ TIMEFORMAT='%3U %3S'; time load h2 "$port" "$duration" "$out" --log-file="$out.log"; } 2>&1)
         fi
         # shellcheck disable=SC2086
-        after=$(cpu_ticks $proxy_pids) wafter=$(cpu_ticks $wpids) mafter=$(machine_busy) t1=$(date +%s%N)
+        after=$(cpu_ticks $proxy_pids) wafter=$(cpu_ticks $wpids)
+        # the benchmark's own CPU in the row: the proxy, the worker and the load generator
+        own=$(awk -v b="$before" -v a="$after" -v wb="$wbefore" -v wa="$wafter" -v lt="$lt" -v hz="$hz" 'BEGIN {
+                split(b, B, " "); split(a, A, " "); split(wb, WB, " "); split(wa, WA, " "); split(lt, L, " ")
+                printf "%.0f", ((A[1] + A[2] - B[1] - B[2] + WA[1] + WA[2] - WB[1] - WB[2]) / hz + L[1] + L[2]) * 1e6 }')
+        read -r other steal _ < <(span_end "$span" "$own")
         if [[ $proto == h1 ]]; then
                 n=$(awk '/requests in/ { print $1 }' "$out")
                 rps=$(awk '/^Requests\/sec:/ { print $2 }' "$out")
@@ -133,16 +148,30 @@ measure() {
                 rm -f "$out.log"
         fi
         cat "$out" >>"$work/raw-$name-$proto.txt"
-        res[$name/$proto]+=$(awk -v n="$n" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v err="$errors" -v hz="$hz" \
-                -v b="$before" -v a="$after" -v wb="$wbefore" -v wa="$wafter" -v mb="$mbefore" -v ma="$mafter" \
-                -v lt="$lt" -v el=$(((t1 - t0) / 1000)) 'BEGIN {
+        row=$(awk -v n="$n" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v err="$errors" -v hz="$hz" \
+                -v b="$before" -v a="$after" -v wb="$wbefore" -v wa="$wafter" -v lt="$lt" -v other="$other" \
+                -v steal="$steal" 'BEGIN {
                 split(b, B, " "); split(a, A, " "); split(wb, WB, " "); split(wa, WA, " "); split(lt, L, " ")
-                split(mb, MB, " "); split(ma, MA, " ")
                 pu = (A[1] - B[1]) / hz; ps = (A[2] - B[2]) / hz; w = (WA[1] + WA[2] - WB[1] - WB[2]) / hz
-                l = L[1] + L[2]; other = (MA[1] - MB[1]) / hz - pu - ps - w - l; if (other < 0) other = 0
-                steal = (MA[2] - MB[2]) / hz
+                l = L[1] + L[2]
                 printf "%.0f %.3f %.3f %.2f %.2f %.2f %.2f %.2f %.1f %.1f %d %d\n", rps, p50, p99, (pu + ps) * 1e6 / n,
-                        pu * 1e6 / n, ps * 1e6 / n, w * 1e6 / n, l * 1e6 / n, other * 1e8 / el, steal * 1e8 / el, n, err }')$'\n'
+                        pu * 1e6 / n, ps * 1e6 / n, w * 1e6 / n, l * 1e6 / n, other, steal, n, err }')
+        res[$name/$proto]+=$row$'\n'
+        print_row "$round" "$name" "$proto" "$row"
+}
+
+# print_row ROUND NAME PROTO "ROW": one line of the table (ROUND "median" for the medians).
+print_row() {
+        local rps p50 p99 cpu u s w l o st n err mark=""
+        read -r rps p50 p99 cpu u s w l o st n err <<<"$4"
+        [[ $2 == direct ]] && cpu=- u=- s=-
+        disturbed "$o" "$st" && mark="!"
+        printf '%-6s %-17s %-5s %8s %7s %7s %10s %6s %6s %7s %6s %6s %6s %9s %6s\n' "$1" "$2" "$3" "$rps" "$p50" \
+                "$p99" "$cpu" "$u" "$s" "$w" "$l" "$o$mark" "$st" "$n" "$err"
+}
+print_header() {
+        printf '%-6s %-17s %-5s %8s %7s %7s %10s %6s %6s %7s %6s %6s %6s %9s %6s\n' round proxy proto "req/s" "p50 ms" \
+                "p99 ms" "cpu us/req" user sys worker load other% steal% requests errors
 }
 
 median_row() { # the per-column median of the rows given on stdin (errors and requests: the sum)
@@ -172,6 +201,8 @@ if [[ -n $baseline ]]; then
         echo "# elastic-pool@base: $(git -C "${base_src:-/nonexistent}" rev-parse --short HEAD 2>/dev/null || echo '?') ($base_build), its own worker, the same CPUs"
 fi
 
+echo
+print_header
 for ((round = 1; round <= rounds; round++)); do
         for proto in h1 h2; do
                 for name in "${names[@]}"; do
@@ -182,35 +213,57 @@ for ((round = 1; round <= rounds; round++)); do
         measure direct h1 "$port_direct" "" "$direct_pid"
 done
 
-printf '\n%-17s %-5s %8s %7s %7s %10s %6s %6s %7s %6s %6s %6s %9s %6s\n' proxy proto "req/s" "p50 ms" "p99 ms" \
-        "cpu us/req" user sys worker load other% steal% requests errors
+echo
+echo "# medians over the $rounds round(s) (errors and requests: sums); 'quiet' counts the undisturbed rounds"
+print_header
 declare -A med
 for proto in h1 h2; do
         for name in "${names[@]}" direct; do
                 [[ -n ${res[$name/$proto]:-} ]] || continue
                 med[$name/$proto]=$(printf '%s' "${res[$name/$proto]}" | median_row)
-                read -r rps p50 p99 cpu u s w l o st n err <<<"${med[$name/$proto]}"
-                [[ $name == direct ]] && cpu=- u=- s=-
-                mark=""
-                awk -v o="$o" -v st="$st" 'BEGIN { exit !(o + st > 5) }' && mark="!"
-                printf '%-17s %-5s %8s %7s %7s %10s %6s %6s %7s %6s %6s %6s %9s %6s\n' "$name" "$proto" "$rps" "$p50" \
-                        "$p99" "$cpu" "$u" "$s" "$w" "$l" "$o$mark" "$st" "$n" "$err"
+                quiet=$(printf '%s' "${res[$name/$proto]}" | while read -r _ _ _ _ _ _ _ _ o st _; do
+                        disturbed "$o" "$st" || echo; done | wc -l)
+                print_row "quiet$quiet" "$name" "$proto" "${med[$name/$proto]}"
         done
 done
 
 echo
-echo "# ratios: elastic-pool / the best single-core peer (nginx worker_processes 1, HAProxy nbthread 1)"
-echo "#   goals: req/s >= 1.00x and p99 <= 1.20x (issue 4); CPU per request < 1.00x (the front end's claim)"
+echo "# ratios: elastic-pool / the best single-loop peer (nginx worker_processes 1, HAProxy nbthread 1, nghttpx"
+echo "#   --single-thread) of the same round, among that round's undisturbed peer rows; a round where"
+echo "#   elastic-pool's row or every peer's was disturbed is marked '!' and left out of the medians"
+echo "#   goals: req/s >= 1.00x and p99 <= 1.20x (issue 4); CPU per request <= 0.80x (issue 14)"
 for proto in h1 h2; do
-        read -r e_rps _ e_p99 e_cpu _ <<<"${med[elastic-pool/$proto]}"
-        for name in nginx haproxy; do
-                read -r rps _ p99 cpu _ <<<"${med[$name/$proto]}"
-                echo "$name $rps $p99 $cpu"
-        done | awk -v proto="$proto" -v er="$e_rps" -v ep="$e_p99" -v ec="$e_cpu" '
-                { if ($2 > br) { br = $2; brn = $1 } if (bp == "" || $3 < bp) { bp = $3; bpn = $1 }
-                  if (bc == "" || $4 < bc) { bc = $4; bcn = $1 } }
-                END { printf "%-3s req/s %.2fx (best: %s %d)   p99 %.2fx (best: %s %.3f ms)   cpu/req %.2fx (best: %s %.2f us)\n",
-                        proto, er / br, brn, br, ep / bp, bpn, bp, ec / bc, bcn, bc }'
+        : >"$work/ratios-$proto"
+        for ((round = 1; round <= rounds; round++)); do
+                for name in elastic-pool "${peers[@]}"; do
+                        echo "$name $(printf '%s' "${res[$name/$proto]}" | sed -n "${round}p")"
+                done | awk -v proto="$proto" -v round="$round" -v limit="$BENCH_DISTURBED" '
+                        { q = ($10 + $11 <= limit) }
+                        $1 == "elastic-pool" { er = $2; ep = $4; ec = $5; eq = q; next }
+                        { any = 1; if (q) quiet = 1
+                          r[$1] = $2; p[$1] = $4; c[$1] = $5; qq[$1] = q }
+                        END {
+                                # the best among the quiet peers; among all of them when none was quiet
+                                for (n in r) if (qq[n] || !quiet) {
+                                        if (r[n] > br) { br = r[n]; brn = n }
+                                        if (bp == "" || p[n] < bp) { bp = p[n]; bpn = n }
+                                        if (bc == "" || c[n] < bc) { bc = c[n]; bcn = n } }
+                                mark = (eq && quiet) ? "-" : "!"
+                                printf "%.3f %.3f %.3f %s ", er / br, ep / bp, ec / bc, mark
+                                printf "%-3s round %d: req/s %.2fx (best: %s %d)   p99 %.2fx (best: %s %.3f ms)   cpu/req %.2fx (best: %s %.2f us)%s\n",
+                                        proto, round, er / br, brn, br, ep / bp, bpn, bp, ec / bc, bcn, bc,
+                                        mark == "!" ? "   ! disturbed" : "" }' >>"$work/ratios-$proto"
+        done
+        cut -d' ' -f5- "$work/ratios-$proto"
+        for col in 1:req/s 2:p99 3:cpu/req; do
+                read -r m n am an < <(awk -v c="${col%%:*}" '{ print $c, $4 }' "$work/ratios-$proto" | pairs_median)
+                if ((n > 0)); then
+                        printf '%-3s %-7s median of %d undisturbed round(s): %.2fx\n' "$proto" "${col#*:}" "$n" "$m"
+                else
+                        printf '%-3s %-7s no undisturbed round; median of all %d: %.2fx (disturbed, rerun)\n' "$proto" \
+                                "${col#*:}" "$an" "$am"
+                fi
+        done
 done
 
 if [[ -n $baseline ]]; then
@@ -219,12 +272,17 @@ if [[ -n $baseline ]]; then
         echo "#   the median of those ratios (a disturbed round moves one ratio, not the median)"
         for proto in h1 h2; do
                 paste -d' ' <(printf '%s' "${res[elastic-pool/$proto]}") <(printf '%s' "${res[elastic-pool@base/$proto]}") |
-                        awk -v proto="$proto" '{ r[NR] = $4 / $16
-                                printf "%s round %d: %.2f / %.2f us = %.3f   (other%% %s / %s, steal%% %s / %s)%s\n", proto, NR,
-                                        $4, $16, r[NR], $9, $21, $10, $22, ($9 + $10 > 5 || $21 + $22 > 5) ? "  disturbed" : "" }
-                                END { n = NR; for (i = 2; i <= n; i++) { x = r[i]; for (k = i - 1; k >= 1 && r[k] > x; k--) r[k + 1] = r[k]; r[k + 1] = x }
-                                      m = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
-                                      printf "%s median of %d rounds: %.3f (%+.1f %%)\n", proto, n, m, (m - 1) * 100 }'
+                        awk -v proto="$proto" -v limit="$BENCH_DISTURBED" '{ d = ($9 + $10 > limit || $21 + $22 > limit)
+                                printf "%.4f %s %s round %d: %.2f / %.2f us = %.3f   (other%% %s / %s, steal%% %s / %s)%s\n",
+                                        $4 / $16, d ? "!" : "-", proto, NR, $4, $16, $4 / $16, $9, $21, $10, $22,
+                                        d ? "  ! disturbed" : "" }' >"$work/base-$proto"
+                cut -d' ' -f3- "$work/base-$proto"
+                read -r m n am an < <(cut -d' ' -f1-2 "$work/base-$proto" | pairs_median)
+                if ((n > 0)); then
+                        awk -v p="$proto" -v m="$m" -v n="$n" 'BEGIN { printf "%s median of %d undisturbed round(s): %.3f (%+.1f %%)\n", p, n, m, (m - 1) * 100 }'
+                else
+                        echo "$proto: no undisturbed round; median of all $an: $am (disturbed, rerun)"
+                fi
         done
 fi
 

@@ -3,7 +3,8 @@
 # (SC2034 is off: the variables set here are read by the scripts that source this file.)
 # Shared by bench/proxy-compare.sh and bench/profile-forward.sh (bash; source it after setting -euo
 # pipefail): a work directory and a fresh cgroup v2 parent that are always removed, elastic-pool with its
-# own demo worker(s), and nginx and HAProxy configured in front of the SAME worker socket.
+# own demo worker(s), and nginx, HAProxy and nghttpx configured in front of the SAME worker socket. The
+# disturbance helpers (span_begin, span_end, pairs_median, machine_ticks) come from bench-lib.sh.
 #
 # Inputs (set before sourcing, all optional): BENCH_WORKERS (1), BENCH_PIN (1), BENCH_PORT_BASE (18180),
 # BENCH_KEEP=DIR (copy logs and configurations there on exit), BENCH_CONNS (64: the upstream keep-alive
@@ -11,6 +12,8 @@
 # a second commander of another build beside the first, to compare two builds in one run.
 
 bench_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/bench-lib.sh
+. "$bench_top/bench/bench-lib.sh"
 n_workers=${BENCH_WORKERS:-1}
 pin=${BENCH_PIN:-1}
 port_base=${BENCH_PORT_BASE:-18180}
@@ -32,7 +35,7 @@ bench_build() {
         worker=$build/demo/elastic-pool-demo-worker
         local b c
         for b in "$commander" "$worker"; do [[ -x $b ]] || bench_fail "no $b: build the tree first"; done
-        for c in nginx haproxy wrk h2load taskset ss curl; do command -v "$c" >/dev/null || bench_fail "$c is missing"; done
+        for c in nginx haproxy nghttpx wrk h2load taskset ss curl; do command -v "$c" >/dev/null || bench_fail "$c is missing"; done
 }
 
 if [[ $pin == 1 ]]; then
@@ -50,7 +53,8 @@ port_hap_h1=$((port_base + 3)) port_hap_h2=$((port_base + 4))
 port_ngxa_h1=$((port_base + 5)) port_ngxa_h2=$((port_base + 6))
 port_direct=$((port_base + 7))
 port_base_ep=$((port_base + 8))
-for p in $(seq "$port_base" $((port_base + 8))); do
+port_ngh=$((port_base + 9)) # nghttpx: HTTP/1.1 and h2c (prior knowledge) on one cleartext port
+for p in $(seq "$port_base" $((port_base + 9))); do
         ! ss -Hltn "sport = :$p" | grep -q . || bench_fail "port $p is taken (set BENCH_PORT_BASE)"
 done
 
@@ -126,11 +130,6 @@ cpu_ticks() {
         local p
         for p in "$@"; do cat "/proc/$p/stat" 2>/dev/null; done | sed 's/^.*) //' |
                 awk '{ u += $12; s += $13 } END { print u + 0, s + 0 }'
-}
-# Process time of the whole machine (user nice system; softirq and irq are not charged to processes),
-# and the time the hypervisor took from it (steal), in clock ticks, from /proc/stat: "busy steal".
-machine_busy() {
-        awk '$1 == "cpu" { print $2 + $3 + $4, $9 + 0 }' /proc/stat
 }
 
 # launch_commander NAME COMMANDER PORT CGROUP: a commander of this run (on the proxy CPU, in CGROUP, with
@@ -258,6 +257,22 @@ EOF
         bg "$work/haproxy.out" "${on_proxy[@]}" haproxy -db -f "$work/haproxy.cfg"
         hap_pid=$last_pid
         wait_for 10 listening "$2" || { cat "$work/haproxy.out" >&2; bench_fail "HAProxy did not start"; }
+}
+
+# start_nghttpx PORT: nghttpx (nghttp2-proxy) in front of the same worker socket, one event loop
+# (--single-thread: its worker process runs everything in one thread), HTTP/1.1 and h2c on PORT, up to
+# $conns keep-alive HTTP/1.1 connections to the worker (its default is 8); sets ngh_pid (the master:
+# proc_tree adds its worker process). It adds X-Forwarded-For and X-Forwarded-Proto as the others do, and
+# a fixed X-Request-Id: it has no per-request id without an mruby script, which would cost it more than
+# the others pay for theirs.
+start_nghttpx() {
+        bg "$work/nghttpx.out" "${on_proxy[@]}" nghttpx --single-thread --workers=1 \
+                --frontend="127.0.0.1,$1;no-tls" --backend="unix:$sock;;proto=http/1.1" \
+                --backend-connections-per-host="$conns" --add-x-forwarded-for --no-via \
+                --add-request-header="X-Request-Id: nghttpx-0000000000000000" --no-ocsp \
+                --errorlog-file="$work/nghttpx.err" --pid-file="$work/nghttpx.pid" --conf=/dev/null
+        ngh_pid=$last_pid
+        wait_for 10 listening "$1" || { cat "$work/nghttpx.err" "$work/nghttpx.out" >&2; bench_fail "nghttpx did not start"; }
 }
 
 # The no-proxy ceiling: a second demo worker on TCP, on the load generator's CPU; sets direct_pid.

@@ -3,7 +3,7 @@
 # Installs every Debian 12 package that building, testing and the demo need. Idempotent: when all are
 # present (and libnghttp2-14 is new enough) it touches nothing and needs no network.
 #   scripts/bootstrap.sh            build + tests + demo
-#   scripts/bootstrap.sh --bench    also the peers of the benchmarks (nginx, HAProxy, wrk, h2load)
+#   scripts/bootstrap.sh --bench    also the peers of the benchmarks (nginx, HAProxy, nghttpx, wrk, h2load)
 set -euo pipefail
 
 PKGS=(
@@ -21,7 +21,8 @@ PKGS=(
         # tests/vm: a throw-away Debian 12 guest (debootstrap from apt's mirror) under qemu
         qemu-system-x86 qemu-utils debootstrap e2fsprogs xz-utils
 )
-BENCH_PKGS=(nginx-light haproxy wrk nghttp2-client valgrind linux-perf hyperfine uwsgi-core uwsgi-plugin-python3)
+BENCH_PKGS=(nginx-light haproxy nghttp2-proxy wrk nghttp2-client valgrind linux-perf hyperfine uwsgi-core
+        uwsgi-plugin-python3)
 # Debian's fix for CVE-2026-27135 plus the Rapid Reset and CONTINUATION-flood backports.
 NGHTTP2_MIN=1.52.0-1+deb12u3
 
