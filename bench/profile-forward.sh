@@ -39,15 +39,38 @@ fi
 tool=${BENCH_PROFILE_TOOL:-$( ((perf_ok)) && echo perf || echo callgrind)}
 
 # load PORT SECONDS OUT: the protocol's load generator on the load CPU; prints the requests completed.
-load() {
-        if [[ $proto == h1 ]]; then
-                "${on_load[@]}" wrk -t"$threads" -c"$conns" -d"$2s" "http://127.0.0.1:$1/" >"$3"
+load() { # (conns_now, proto_now: the sweep's connections and protocol instead of the run's)
+        if [[ ${proto_now:-$proto} == h1 ]]; then
+                "${on_load[@]}" wrk -t"$threads" -c"${conns_now:-$conns}" -d"$2s" "http://127.0.0.1:$1/" >"$3"
                 awk '/requests in/ { print $1 }' "$3"
         else
                 "${on_load[@]}" h2load -c"$h2_clients" -m"$h2_streams" -t"$threads" -D"$2" "http://127.0.0.1:$1/" >"$3"
                 awk '/^requests:/ { print $8 }' "$3"
         fi
 }
+
+# noted_load NAME PORT SECONDS OUT: load() against NAME, measured as a row: sets n (requests) and
+# note[NAME] ("other%[!]/steal%": what processes outside the benchmark and the hypervisor took meanwhile,
+# bench-lib.sh). The row's own CPU: NAME's processes, the worker, and this script's children (the load
+# generator, perf) that ended in it.
+declare -A note
+noted_load() {
+        local span b a c0 c1 o st m
+        # shellcheck disable=SC2086
+        b=$(cpu_ticks ${ppids[$1]} "${worker_pids[@]}") span=$(span_begin)
+        children_usec c0
+        load "$2" "$3" "$4" >"$work/n"
+        n=$(<"$work/n")
+        # shellcheck disable=SC2086
+        a=$(cpu_ticks ${ppids[$1]} "${worker_pids[@]}")
+        wait_bg
+        children_usec c1
+        read -r o st m _ < <(span_end "$span" "$(awk -v b="$b" -v a="$a" -v c=$((c1 - c0)) -v hz="$hz" 'BEGIN {
+                split(b, B, " "); split(a, A, " "); printf "%.0f", (A[1] + A[2] - B[1] - B[2]) / hz * 1e6 + c }')")
+        [[ $m == '!' ]] || m=""
+        note[$1]="$o$m/$st"
+}
+wait_bg() { [[ -z ${st_pid:-} ]] || wait "$st_pid" || true; st_pid=""; }
 
 # syscalls NAME PORT "PIDS": per-request counts of each system call into $work/sc-NAME.txt ("name count").
 syscalls() {
@@ -173,10 +196,9 @@ if [[ $tool == perf ]]; then
                 load "${proto_port[$name]}" 1 /dev/null >/dev/null
                 perf record -q -g -e cpu-clock -F 2000 -p "$(echo "${ppids[$name]}" | tr ' ' ',')" \
                         -o "$work/prof-$name.data" -- sleep $((secs + 1)) >/dev/null 2>&1 &
-                st=$!
+                st_pid=$!
                 sleep 0.3
-                n=$(load "${proto_port[$name]}" "$secs" "$work/prof-$name.load")
-                wait "$st" || true
+                noted_load "$name" "${proto_port[$name]}" "$secs" "$work/prof-$name.load"
                 breakdown "$work/prof-$name.data" "$n" >"$work/bd-$name.txt"
         done
         printf '%-24s' "where"
@@ -193,6 +215,11 @@ if [[ $tool == perf ]]; then
         printf '%-24s' total
         for name in "${names[@]}"; do printf ' %12.2f' "$(awk -F'\t' '{ s += $2 } END { print s }' "$work/bd-$name.txt")"; done
         echo
+        printf '%-24s' "other%/steal%"
+        for name in "${names[@]}"; do printf ' %12s' "${note[$name]}"; done
+        echo
+        echo "# other%: CPU of processes outside the benchmark during the row, steal%: the hypervisor's (/proc/stat),"
+        echo "#   in % of one CPU; '!': the two passed $BENCH_DISTURBED together, the row was disturbed"
         echo
         echo "## elastic-pool's hot symbols (self time, share of its CPU)"
         perf report -i "$work/prof-elastic-pool.data" --no-children --stdio --sort dso 2>/dev/null |
@@ -232,7 +259,7 @@ if [[ -n $sweep ]]; then
         echo
         echo "## CPU per request (us) and req/s against wrk connections (HTTP/1.1, ${sweep_secs}s each)"
         printf '%-8s' conns
-        for name in "${names[@]}"; do printf ' %22s' "$name"; done
+        for name in "${names[@]}"; do printf ' %23s' "$name"; done
         echo
         for c in $sweep; do
                 printf '%-8s' "$c"
@@ -240,15 +267,16 @@ if [[ -n $sweep ]]; then
                         "${on_load[@]}" wrk -t"$threads" -c"$c" -d1s "http://127.0.0.1:${port_h1[$name]}/" >/dev/null
                         # shellcheck disable=SC2086
                         b=$(cpu_ticks ${ppids[$name]})
-                        "${on_load[@]}" wrk -t"$threads" -c"$c" -d"${sweep_secs}s" "http://127.0.0.1:${port_h1[$name]}/" >"$work/sw.out"
+                        conns_now=$c proto_now=h1 noted_load "$name" "${port_h1[$name]}" "$sweep_secs" "$work/sw.out"
                         # shellcheck disable=SC2086
                         a=$(cpu_ticks ${ppids[$name]})
-                        awk -v b="$b" -v a="$a" -v hz="$(getconf CLK_TCK)" '/requests in/ { n = $1 } /^Requests\/sec:/ { r = $2 }
+                        awk -v b="$b" -v a="$a" -v hz="$hz" -v d="${note[$name]}" '/requests in/ { n = $1 } /^Requests\/sec:/ { r = $2 }
                                 END { split(b, B, " "); split(a, A, " ")
-                                      printf " %10.2f us %7d/s", (A[1] + A[2] - B[1] - B[2]) / hz * 1e6 / n, r }' "$work/sw.out"
+                                      printf " %10.2f us %7d/s%s", (A[1] + A[2] - B[1] - B[2]) / hz * 1e6 / n, r, d ~ /!/ ? "!" : " " }' "$work/sw.out"
                 done
                 echo
         done
+        echo "# '!': the cell was disturbed (other% + steal% over $BENCH_DISTURBED, bench-lib.sh)"
 fi
 
 echo
