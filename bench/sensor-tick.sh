@@ -7,6 +7,9 @@
 #   +channel                 each report also packed and written to a socketpair
 #   +watch-self              the wrapper's procfs tree fallback (scans /proc)
 #   bench/sensor-tick.sh [BUILD_DIR] [TICKS]      (default ./build/plain, 100000)
+# Each situation runs BENCH_ROUNDS (3) rounds of TICKS ticks, every round printed with its other% and steal%
+# (CPU of other processes and of the hypervisor during it, bench/bench-span.c; '!' when disturbed); its
+# closing line has the medians of the undisturbed rounds (quiet=N/M).
 set -euo pipefail
 build=${1:-$(cd "$(dirname "$0")/.." && pwd)/build/plain}
 ticks=${2:-100000}
