@@ -20,6 +20,8 @@
  * still back within 10 s. */
 #define TRIM_INTERVAL (5 * USEC_PER_SEC)
 #define TRIM_ACCURACY (250 * USEC_PER_MSEC)
+/* Fewer connections at once are no burst: what they leave is below what a trim is worth. */
+#define TRIM_MIN_PEAK 8U
 
 /* The resident set in KiB from /proc/self/statm, for the log line; 0 when unreadable. */
 static unsigned long rss_kib(void) {
@@ -51,7 +53,7 @@ static int on_trim(sd_event_source *s, uint64_t usec, void *userdata) {
 int frontend_trim_start(Frontend *fe) {
         int r;
 
-        trim_schedule_init(&fe->trim, TRIM_DELAY, TRIM_INTERVAL);
+        trim_schedule_init(&fe->trim, TRIM_DELAY, TRIM_INTERVAL, TRIM_MIN_PEAK);
         r = sd_event_add_time(fe->event, &fe->trim_timer, CLOCK_MONOTONIC, USEC_INFINITY, TRIM_ACCURACY, on_trim,
                               fe);
         if (r < 0)

@@ -3,14 +3,14 @@
 
 #include "macro.h"
 
-void trim_schedule_init(TrimSchedule *t, usec_t delay, usec_t interval) {
-        *t = (TrimSchedule) { .delay = delay, .interval = interval };
+void trim_schedule_init(TrimSchedule *t, usec_t delay, usec_t interval, unsigned min_peak) {
+        *t = (TrimSchedule) { .delay = delay, .interval = interval, .min_peak = min_peak };
 }
 
 /* A quarter of the peak: a burst is over when most of its connections left, even if a few long-lived
  * ones stay (a pool that never drops to zero connections still gets its burst's memory back). */
 static bool calm(const TrimSchedule *t, unsigned n) {
-        return n <= t->peak / 4;
+        return t->peak >= t->min_peak && n <= t->peak / 4;
 }
 
 usec_t trim_schedule_closed(TrimSchedule *t, unsigned n, usec_t now) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* When the front end gives memory back, told the counts and the time: a burst is over once the count of
  * connections falls to a quarter of its peak, the trim comes `delay` later and at most once per
- * `interval`, one deadline at a time, none while a new burst is on when the timer fires, and steady
- * traffic that never falls that low never trims. */
+ * `interval`, one deadline at a time, none while a new burst is on when the timer fires, and neither
+ * steady traffic that never falls that low nor a trickle of single connections ever trims. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,11 +15,12 @@
 #define T0 (1000 * USEC_PER_SEC)
 #define DELAY (1 * USEC_PER_SEC)
 #define INTERVAL (5 * USEC_PER_SEC)
+#define MIN_PEAK 8
 
 static TrimSchedule t;
 
 static int setup(void **state) {
-        trim_schedule_init(&t, DELAY, INTERVAL);
+        trim_schedule_init(&t, DELAY, INTERVAL, MIN_PEAK);
         return 0;
 }
 
@@ -87,6 +88,17 @@ static void test_trim_schedule_closed_steady_never_trims(void **state) {
         assert_false(t.armed);
 }
 
+static void test_trim_schedule_closed_trickle_never_trims(void **state) {
+        /* a health check every second, one connection at a time, for an hour: no burst, nothing to give back */
+        for (unsigned i = 0; i < 3600; i++) {
+                trim_schedule_opened(&t, 1);
+                assert_int_equal(trim_schedule_closed(&t, 0, T0 + i * USEC_PER_SEC), 0);
+        }
+        /* a few at once are not one either; the smallest burst is */
+        assert_int_equal(burst(MIN_PEAK - 1, 0, T0 + 4000 * USEC_PER_SEC), 0);
+        assert_int_equal(burst(MIN_PEAK, 0, T0 + 4001 * USEC_PER_SEC), T0 + 4001 * USEC_PER_SEC + DELAY);
+}
+
 static void test_trim_schedule_due_remaining_are_the_new_base(void **state) {
         /* 20 long-lived connections outlive the burst of 100: the trim counts them as the base */
         assert_int_equal(burst(100, 20, T0), T0 + DELAY);
@@ -102,6 +114,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_trim_schedule_due_not_while_busy_again, setup),
                 cmocka_unit_test_setup(test_trim_schedule_closed_rate_limited, setup),
                 cmocka_unit_test_setup(test_trim_schedule_closed_steady_never_trims, setup),
+                cmocka_unit_test_setup(test_trim_schedule_closed_trickle_never_trims, setup),
                 cmocka_unit_test_setup(test_trim_schedule_due_remaining_are_the_new_base, setup),
         };
 
