@@ -438,12 +438,18 @@ ForwardPool *forward_pool_free(ForwardPool *p) {
         return NULL;
 }
 
+void forward_pool_close_idle(ForwardPool *p) {
+        if (!p)
+                return;
+        while (p->idle.head)
+                forward_conn_discard(container_of(p->idle.head, Connection, idle_link));
+}
+
 void forward_pool_drain(ForwardPool *p) {
         if (!p || p->draining)
                 return;
         p->draining = true;
-        while (p->idle.head)
-                forward_conn_discard(container_of(p->idle.head, Connection, idle_link));
+        forward_pool_close_idle(p);
 }
 
 const ForwardCounters *forward_pool_counters(const ForwardPool *p) {

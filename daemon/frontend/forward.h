@@ -75,6 +75,10 @@ ForwardPool *forward_pool_free(ForwardPool *p);
 /* Retiring: idle connections close now, busy ones after their current response; new exchanges are
  * refused with -ESHUTDOWN. */
 void forward_pool_drain(ForwardPool *p);
+/* Idle connections close now, before their idle timeout: a burst is over (frontend-trim.c) and their
+ * buffers (80 KiB each) go back with the rest of its memory; the next requests open what they need.
+ * Accepts NULL. */
+void forward_pool_close_idle(ForwardPool *p);
 const ForwardCounters *forward_pool_counters(const ForwardPool *p);
 /* Exchanges waiting in p's queue for a free connection now. */
 unsigned forward_pool_queued(const ForwardPool *p);

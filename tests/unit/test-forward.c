@@ -1682,6 +1682,47 @@ static void test_forward_pool_drain_finishes_busy_then_closes(void **state) {
         fake_worker_done(&w);
 }
 
+static void test_forward_pool_close_idle_keeps_busy_and_serving(void **state) {
+        FakeWorker w;
+        FakeExchange a, b, c, d;
+        ForwardPool *p;
+        const ForwardCounters *k;
+
+        fake_worker_init(&w, event, true);
+        w.delay = 20 * USEC_PER_MSEC;
+        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        k = forward_pool_counters(p);
+        get_init(&a, "/", "a");
+        get_init(&b, "/", "b");
+        assert_int_equal(forward_start(p, &a.x), 0);
+        assert_int_equal(forward_start(p, &b.x), 0);
+        RUN_UNTIL(fake_exchanges_finished == 2);
+        assert_int_equal(k->idle, 2);
+
+        get_init(&c, "/", "c");
+        assert_int_equal(forward_start(p, &c.x), 0); /* busy on one, the other idle */
+        forward_pool_close_idle(p);
+        forward_pool_close_idle(NULL);
+        assert_int_equal(k->idle, 0);
+        assert_int_equal(k->connections, 1);
+        RUN_UNTIL(w.open == 1); /* the idle one closed at once, before its idle timeout */
+        RUN_UNTIL(fake_exchange_finished(&c));
+        assert_int_equal(c.ends, 1); /* the busy one was left alone */
+
+        /* unlike a drain, the pool goes on: the next request reuses c's connection or opens one */
+        get_init(&d, "/", "d");
+        assert_int_equal(forward_start(p, &d.x), 0);
+        RUN_UNTIL(fake_exchange_finished(&d));
+        assert_int_equal(d.ends, 1);
+        assert_int_equal(k->errors, 0);
+        fake_exchange_done(&a);
+        fake_exchange_done(&b);
+        fake_exchange_done(&c);
+        fake_exchange_done(&d);
+        forward_pool_free(p);
+        fake_worker_done(&w);
+}
+
 static void test_forward_pool_free_fails_inflight_exchanges(void **state) {
         FakeWorker w;
         FakeExchange a, b, c;
@@ -1838,6 +1879,7 @@ int main(void) {
                 LOOP_TEST(test_forward_pool_idle_timeout_closes_connections),
                 LOOP_TEST(test_forward_pool_worker_closes_idle_connection),
                 LOOP_TEST(test_forward_pool_drain_finishes_busy_then_closes),
+                LOOP_TEST(test_forward_pool_close_idle_keeps_busy_and_serving),
                 LOOP_TEST(test_forward_pool_free_fails_inflight_exchanges),
                 LOOP_TEST(test_forward_pool_free_from_a_callout),
                 LOOP_TEST(test_forward_unanswered_only_after_last_answer),
