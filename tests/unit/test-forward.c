@@ -1642,25 +1642,33 @@ static void test_forward_pool_worker_closes_idle_connection(void **state) {
 
 /* ---- drain and free ---- */
 
+/* Two connections, then c busy on one of them while the other is idle; the worker answers after 20 ms. */
+static ForwardPool *one_busy_one_idle(FakeWorker *w, FakeExchange *a, FakeExchange *b, FakeExchange *c) {
+        ForwardPool *p;
+
+        fake_worker_init(w, event, true);
+        w->delay = 20 * USEC_PER_MSEC;
+        p = pool_new(w->path, 4, 4, 5 * USEC_PER_SEC);
+        get_init(a, "/", "a");
+        get_init(b, "/", "b");
+        assert_int_equal(forward_start(p, &a->x), 0);
+        assert_int_equal(forward_start(p, &b->x), 0);
+        RUN_UNTIL(fake_exchanges_finished == 2);
+        assert_int_equal(forward_pool_counters(p)->idle, 2);
+
+        get_init(c, "/", "c");
+        assert_int_equal(forward_start(p, &c->x), 0);
+        return p;
+}
+
 static void test_forward_pool_drain_finishes_busy_then_closes(void **state) {
         FakeWorker w;
         FakeExchange a, b, c, d;
         ForwardPool *p;
         const ForwardCounters *k;
 
-        fake_worker_init(&w, event, true);
-        w.delay = 20 * USEC_PER_MSEC;
-        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        p = one_busy_one_idle(&w, &a, &b, &c);
         k = forward_pool_counters(p);
-        get_init(&a, "/", "a");
-        get_init(&b, "/", "b");
-        assert_int_equal(forward_start(p, &a.x), 0);
-        assert_int_equal(forward_start(p, &b.x), 0);
-        RUN_UNTIL(fake_exchanges_finished == 2);
-        assert_int_equal(k->idle, 2);
-
-        get_init(&c, "/", "c");
-        assert_int_equal(forward_start(p, &c.x), 0); /* busy on one, the other idle */
         forward_pool_drain(p);
         assert_int_equal(k->idle, 0);
         assert_int_equal(k->connections, 1);
@@ -1688,19 +1696,8 @@ static void test_forward_pool_close_idle_keeps_busy_and_serving(void **state) {
         ForwardPool *p;
         const ForwardCounters *k;
 
-        fake_worker_init(&w, event, true);
-        w.delay = 20 * USEC_PER_MSEC;
-        p = pool_new(w.path, 4, 4, 5 * USEC_PER_SEC);
+        p = one_busy_one_idle(&w, &a, &b, &c);
         k = forward_pool_counters(p);
-        get_init(&a, "/", "a");
-        get_init(&b, "/", "b");
-        assert_int_equal(forward_start(p, &a.x), 0);
-        assert_int_equal(forward_start(p, &b.x), 0);
-        RUN_UNTIL(fake_exchanges_finished == 2);
-        assert_int_equal(k->idle, 2);
-
-        get_init(&c, "/", "c");
-        assert_int_equal(forward_start(p, &c.x), 0); /* busy on one, the other idle */
         forward_pool_close_idle(p);
         forward_pool_close_idle(NULL);
         assert_int_equal(k->idle, 0);
