@@ -11,6 +11,10 @@ sd_event *frontend_event(Frontend *fe) {
         return fe->event;
 }
 
+IoBatch *frontend_io_batch(Frontend *fe) {
+        return fe->batch;
+}
+
 const Config *frontend_config(Frontend *fe) {
         return fe->config;
 }

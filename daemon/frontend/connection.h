@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "exchange.h"
+#include "io-batch.h"
 
 /* The common head of every client connection, so the front end can reach all of them (shutdown,
  * counts) without knowing their protocol. */
@@ -44,6 +45,8 @@ void frontend_connection_unregister(Frontend *fe, FrontendConnection *c);
 unsigned frontend_connections_speaking(const Frontend *fe, const char *protocol);
 
 sd_event *frontend_event(Frontend *fe);
+/* The loop's batch of sockets (io-batch.h): where client and worker connections add their sources. */
+IoBatch *frontend_io_batch(Frontend *fe);
 const Config *frontend_config(Frontend *fe);
 bool frontend_shutting_down(Frontend *fe);
 

@@ -21,7 +21,7 @@
 #include "macro.h"
 
 /* EPOLLOUT only while a write waits for room: a Unix socket wakes EPOLLOUT watchers each time its peer
- * reads, so watching it always would cost a loop iteration per request (the worker reading our request) for
+ * reads, so watching it always would cost a dispatch per request (the worker reading our request) for
  * nothing. Changing the mask re-polls the socket, so an EPOLLOUT that is already true is not lost. */
 static bool conn_wants_out(const Connection *c) {
         switch (c->state) {
@@ -42,15 +42,15 @@ void forward_conn_update_io(Connection *c) {
                 return;
         if (conn_wants_out(c))
                 events |= EPOLLOUT;
-        if (events != c->io_events && sd_event_source_set_io_events(c->io, events) >= 0)
+        if (events != c->io_events && io_source_set_io_events(c->io, events) >= 0)
                 c->io_events = events;
 }
 
-/* Stopped reading with bytes left, for fairness: setting the edge-triggered mask again (sd-event never
+/* Stopped reading with bytes left, for fairness: setting the edge-triggered mask again (the batch never
  * skips that) makes epoll look at the socket anew and report it with the next batch, in turn with every
  * other source, as a level-triggered source would be. */
 void forward_conn_read_later(Connection *c) {
-        int r = c->io ? sd_event_source_set_io_events(c->io, c->io_events) : 0;
+        int r = c->io ? io_source_set_io_events(c->io, c->io_events) : 0;
 
         if (r < 0)
                 forward_conn_lost(c, r, "watching the connection failed");
@@ -112,7 +112,7 @@ void forward_conn_timed_update(Connection *c) {
 void forward_conn_close_fd(Connection *c) {
         ForwardPool *p = c->up.pool;
 
-        c->io = sd_event_source_disable_unref(c->io);
+        c->io = io_source_free(c->io);
         c->io_events = 0;
         c->readable = c->rdhup = c->write_blocked = false;
         if (c->tunnel) {
@@ -513,21 +513,14 @@ static int conn_watch(Connection *c, uint32_t events) {
 
         if (c->io)
                 return 0;
-        r = sd_event_add_io(c->up.pool->event, &c->io, c->fd, events, forward_conn_on_io, c);
+        r = io_batch_add_io(c->up.pool->batch, &c->io, c->fd, events, forward_conn_on_io, c);
         if (r < 0)
                 return r;
         c->io_events = events;
-        /* Worker sockets before client sockets and the client sides' defers: sd-event dispatches one source
-         * per iteration, and a client side's flush (its defer counts as pending since it was added) would
-         * otherwise follow each response alone. So the responses the workers have ready are all handed over
-         * first, and an h2 connection sends the ones that completed together in one write. This cannot
-         * starve the rest: each worker event completes or moves on a request a client sent, and more come
-         * only as clients get their turn. */
-        r = sd_event_source_set_priority(c->io, SD_EVENT_PRIORITY_NORMAL - 1);
-        if (r < 0) {
-                c->io = sd_event_source_disable_unref(c->io);
-                return r;
-        }
+        /* Worker sockets before client sockets and the client sides' deferred flushes: the responses the
+         * workers have ready are all handed over first, and an h2 connection sends the ones that completed
+         * together in one write. */
+        io_source_set_first(c->io, true);
         return 0;
 }
 

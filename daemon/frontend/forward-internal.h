@@ -184,8 +184,9 @@ typedef struct Connection {
          * EPOLLHUP) and never disabled; an edge only says the socket changed, so its state is kept here.
          * readable: input, EOF or an error may be waiting (set by an event, cleared once a read comes back
          * short or with EAGAIN); rdhup: the worker's close was seen, so read on until EOF; write_blocked:
-         * the socket refused request bytes, EPOLLOUT is watched until it takes them. */
-        sd_event_source *io;
+         * the socket refused request bytes, EPOLLOUT is watched until it takes them. In the front end's
+         * batch (io-batch.h), dispatched before the client sockets. */
+        IoSource *io;
         uint32_t io_events;
         bool readable, rdhup, write_blocked;
         bool connected;
@@ -230,7 +231,8 @@ typedef struct Connection {
 } Connection;
 
 struct ForwardPool {
-        sd_event *event;
+        IoBatch *batch;
+        sd_event *event; /* the batch's: the timer, the loop's time */
         struct sockaddr_un addr;
         socklen_t addr_len;
         ForwardOptions o;
@@ -239,7 +241,8 @@ struct ForwardPool {
         ForwardBufferStats stats;
         List conns, idle, timed, pending, queue;
         SlotShare share;
-        sd_event_source *timer, *defer;
+        sd_event_source *timer;
+        IoSource *defer;
         usec_t timer_at;
         bool timer_armed;
         unsigned depth;
@@ -330,4 +333,4 @@ void forward_conn_timeout(Connection *c, usec_t now);
 bool forward_conn_still(const Connection *c, const Exchange *x);
 bool forward_conn_parse(Connection *c);
 void forward_conn_read(Connection *c);
-int forward_conn_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+void forward_conn_on_io(IoSource *s, int fd, uint32_t revents, void *userdata);

@@ -494,7 +494,7 @@ static void conn_io(Connection *c, uint32_t revents) {
                 forward_conn_read(c);
 }
 
-int forward_conn_on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+void forward_conn_on_io(IoSource *s, int fd, uint32_t revents, void *userdata) {
         Connection *c = userdata;
         ForwardPool *p = c->up.pool;
 
@@ -503,5 +503,4 @@ int forward_conn_on_io(sd_event_source *s, int fd, uint32_t revents, void *userd
         conn_io(c, revents);
         forward_conn_unhold(c);
         forward_pool_leave(p);
-        return 0;
 }

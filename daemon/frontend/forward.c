@@ -63,7 +63,7 @@ static void pool_rearm(ForwardPool *p) {
 void forward_pool_pending_add(ForwardPool *p, Connection *c, unsigned what) {
         if (c->pending == 0) {
                 list_insert_after(&p->pending, p->pending.tail, &c->pending_link);
-                (void) sd_event_source_set_enabled(p->defer, SD_EVENT_ONESHOT);
+                (void) io_source_set_enabled(p->defer, true);
         }
         c->pending |= what;
 }
@@ -237,15 +237,14 @@ static void pool_run_pending(ForwardPool *p) {
                         pending_resume(c, what);
         }
         if (!p->dead && !p->pending.head)
-                (void) sd_event_source_set_enabled(p->defer, SD_EVENT_OFF);
+                (void) io_source_set_enabled(p->defer, false);
 }
 
-static int on_defer(sd_event_source *s, void *userdata) {
+static void on_defer(IoSource *s, void *userdata) {
         ForwardPool *p = userdata;
 
         forward_pool_enter(p);
         forward_pool_leave(p); /* runs the pending list */
-        return 0;
 }
 
 static void pool_expire_waiters(ForwardPool *p, usec_t now) {
@@ -302,13 +301,15 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int forward_pool_new(sd_event *event, const char *socket_path, const ForwardOptions *o, ForwardPool **ret) {
+int forward_pool_new(IoBatch *batch, const char *socket_path, const ForwardOptions *o, ForwardPool **ret) {
         _cleanup_free_ ForwardPool *p = NULL;
+        sd_event *event;
         size_t len;
         int r;
 
-        if (!event || !socket_path || !o || !ret)
+        if (!batch || !socket_path || !o || !ret)
                 return -EINVAL;
+        event = io_batch_get_event(batch);
         len = strlen(socket_path);
         if (len == 0 || len >= sizeof(p->addr.sun_path))
                 return -EINVAL;
@@ -352,17 +353,16 @@ int forward_pool_new(sd_event *event, const char *socket_path, const ForwardOpti
         if (r >= 0)
                 r = sd_event_source_set_enabled(p->timer, SD_EVENT_OFF);
         if (r >= 0)
-                r = sd_event_add_defer(event, &p->defer, on_defer, p);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(p->defer, SD_EVENT_OFF);
+                r = io_batch_add_defer(batch, &p->defer, on_defer, p);
         if (r < 0) {
                 p->timer = sd_event_source_disable_unref(p->timer);
-                p->defer = sd_event_source_disable_unref(p->defer);
+                p->defer = io_source_free(p->defer);
                 slot_share_done(&p->share);
                 free(p->cookie_name);
                 return r;
         }
         p->event = sd_event_ref(event);
+        p->batch = io_batch_ref(batch);
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -376,9 +376,10 @@ static void pool_destroy(ForwardPool *p) {
                 waiter_free(w);
         }
         p->timer = sd_event_source_disable_unref(p->timer);
-        p->defer = sd_event_source_disable_unref(p->defer);
+        p->defer = io_source_free(p->defer);
         sd_event_unref(p->event);
         slot_share_done(&p->share);
+        io_batch_unref(p->batch);
         free(p->cookie_name);
         free(p);
 }
@@ -399,7 +400,7 @@ ForwardPool *forward_pool_free(ForwardPool *p) {
                 return NULL;
         p->dead = p->draining = true;
         (void) sd_event_source_set_enabled(p->timer, SD_EVENT_OFF);
-        (void) sd_event_source_set_enabled(p->defer, SD_EVENT_OFF);
+        (void) io_source_set_enabled(p->defer, false);
         p->depth++; /* the router may call back into us from exchange_fail() */
 
         while (p->queue.head) {

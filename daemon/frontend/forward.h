@@ -31,6 +31,7 @@
 #include <systemd/sd-event.h>
 
 #include "exchange.h"
+#include "io-batch.h"
 #include "latency.h"
 #include "time-util.h"
 
@@ -68,8 +69,8 @@ typedef struct ForwardCounters {
                                     descriptors): a slow worker under load answers some meanwhile */
 } ForwardCounters;
 
-/* 0 or -errno. The pool connects lazily. */
-int forward_pool_new(sd_event *event, const char *socket_path, const ForwardOptions *o, ForwardPool **ret);
+/* 0 or -errno. The pool connects lazily; its connections are sources of `batch` (the front end's). */
+int forward_pool_new(IoBatch *batch, const char *socket_path, const ForwardOptions *o, ForwardPool **ret);
 /* Fails every exchange still on it (502 before a head, abort after) and frees. Accepts NULL. */
 ForwardPool *forward_pool_free(ForwardPool *p);
 /* Retiring: idle connections close now, busy ones after their current response; new exchanges are

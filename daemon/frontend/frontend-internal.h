@@ -18,6 +18,7 @@
 #include "frontend-port.h"
 #include "frontend.h"
 #include "hashmap.h"
+#include "io-batch.h"
 #include "open-requests.h"
 #include "trim-schedule.h"
 
@@ -41,6 +42,7 @@ typedef struct HeldQueue {
 
 struct Frontend {
         sd_event *event;
+        IoBatch *batch; /* the client and worker sockets, dispatched many per wake-up */
         const Config *config;
         const CommanderOps *commander;
         void *commander_userdata;

@@ -477,7 +477,7 @@ static void on_worker_routable(void *userdata, unsigned worker, const char *sock
                 return;
         r = ID_ARRAY_ENSURE(fe->forward, fe->forward_slots, worker);
         if (r >= 0)
-                r = forward_pool_new(fe->event, socket_path, &o, &fe->forward[worker]);
+                r = forward_pool_new(fe->batch, socket_path, &o, &fe->forward[worker]);
         if (r < 0) {
                 log_error_errno(r, "Failed to set up forwarding to w%u: %m", worker);
                 return;
@@ -636,6 +636,11 @@ int frontend_new(const FrontendOptions *o, Frontend **ret) {
                 log_error_errno(r, "Failed to make the accept pause timer: %m");
                 goto fail;
         }
+        r = io_batch_new(fe->event, &fe->batch);
+        if (r < 0) {
+                log_error_errno(r, "Failed to set up the front end's socket set: %m");
+                goto fail;
+        }
         r = frontend_state_dir(o->group, o->state_dir, &fe->state_dir);
         if (r < 0) {
                 log_error_errno(r, "No state directory for the cookie key: pass --state-dir");
@@ -709,6 +714,8 @@ Frontend *frontend_free(Frontend *fe) {
         fe->trim_timer = sd_event_source_disable_unref(fe->trim_timer);
         fe->ready_timer = sd_event_source_disable_unref(fe->ready_timer);
         accept_pause_done(&fe->accept_pause);
+        /* last: the connections and pools above released their sources into it */
+        fe->batch = io_batch_unref(fe->batch);
         free(fe->trusted);
         free(fe->state_dir);
         free(fe);

@@ -7,7 +7,7 @@
  * the connection's own teardown run only from this file's event handlers, so no caller ever returns into
  * freed memory.
  *
- * The socket is edge-triggered (sd-event calls epoll_wait before every dispatch; level-triggered, every
+ * The socket is edge-triggered (in the front end's batch, io-batch.h; level-triggered, every
  * busy connection would be reported again each time): c->readable and c->write_blocked say what the socket
  * can do, input is read until a read comes back short, output written until the socket refuses it, and a
  * connection that stopped reading (flow control, a pipelined request waiting its turn) reads on by itself
@@ -113,12 +113,12 @@ void h1_log_client_error(H1Connection *c, unsigned status, const char *reason) {
 
 void h1_schedule(H1Connection *c) {
         if (c->defer)
-                (void) sd_event_source_set_enabled(c->defer, SD_EVENT_ONESHOT);
+                (void) io_source_set_enabled(c->defer, true);
 }
 
 static void unschedule(H1Connection *c) {
         if (c->defer)
-                (void) sd_event_source_set_enabled(c->defer, SD_EVENT_OFF);
+                (void) io_source_set_enabled(c->defer, false);
 }
 
 static void connection_ref(H1Connection *c) {
@@ -129,9 +129,9 @@ static void connection_unref(H1Connection *c) {
         assert(c->n_ref > 0);
         if (--c->n_ref > 0)
                 return;
-        c->io = sd_event_source_disable_unref(c->io);
+        c->io = io_source_free(c->io);
         c->timer = sd_event_source_disable_unref(c->timer);
-        c->defer = sd_event_source_disable_unref(c->defer);
+        c->defer = io_source_free(c->defer);
         safe_close(c->fd);
         free(c->rbuf);
         free(c->arena);
@@ -152,7 +152,7 @@ static void connection_release(H1Connection *c) {
                 c->registered = false;
                 frontend_connection_unregister(c->fe, &c->fc);
         }
-        c->defer = sd_event_source_disable_unref(c->defer);
+        c->defer = io_source_free(c->defer);
         connection_unref(c);
 }
 
@@ -161,7 +161,7 @@ static void connection_release(H1Connection *c) {
 void h1_connection_close(H1Connection *c) {
         if (!c->closing) {
                 c->closing = true;
-                c->io = sd_event_source_disable_unref(c->io);
+                c->io = io_source_free(c->io);
                 c->timer = sd_event_source_disable_unref(c->timer);
                 c->fd = safe_close(c->fd);
         }
@@ -219,7 +219,7 @@ void h1_fail_request(H1Connection *c, unsigned status, const char *reason) {
 static void handover(H1Connection *c, const char *initial, size_t initial_len, bool upgrade) {
         int fd = TAKE_FD(c->fd), r;
 
-        c->io = sd_event_source_disable_unref(c->io);
+        c->io = io_source_free(c->io);
         c->timer = sd_event_source_disable_unref(c->timer);
         c->closing = true;
         /* h2 registers its connection before we unregister ours: the front end never sees zero open
@@ -665,7 +665,7 @@ static void read_input(H1Connection *c) {
                 c->readable = false;
 }
 
-static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static void on_io(IoSource *s, int fd, uint32_t revents, void *userdata) {
         H1Connection *c = userdata;
 
         if (revents & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
@@ -680,7 +680,6 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         if (!c->closing)
                 advance(c);
         connection_unref(c);
-        return 0;
 }
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -726,7 +725,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static int on_defer(sd_event_source *s, void *userdata) {
+static void on_defer(IoSource *s, void *userdata) {
         H1Connection *c = userdata;
 
         connection_ref(c);
@@ -735,7 +734,6 @@ static int on_defer(sd_event_source *s, void *userdata) {
         else
                 advance(c);
         connection_unref(c);
-        return 0;
 }
 
 /* ---- FrontendConnectionOps and accept ----------------------------------------------------------- */
@@ -809,7 +807,8 @@ int frontend_h1_accept(Frontend *fe, int fd, const struct sockaddr_storage *peer
                 (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int) { 1 }, sizeof(int));
 
         /* Once for the connection's life: bytes already there when it is added are reported at once. */
-        r = sd_event_add_io(e, &c->io, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, on_io, c);
+        r = io_batch_add_io(frontend_io_batch(fe), &c->io, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, on_io,
+                            c);
         if (r < 0)
                 goto fail;
         r = sd_event_add_time(e, &c->timer, CLOCK_MONOTONIC, 0, H1_TIMER_ACCURACY, on_timer, c);
@@ -818,10 +817,7 @@ int frontend_h1_accept(Frontend *fe, int fd, const struct sockaddr_storage *peer
         r = sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
         if (r < 0)
                 goto fail;
-        r = sd_event_add_defer(e, &c->defer, on_defer, c);
-        if (r < 0)
-                goto fail;
-        r = sd_event_source_set_enabled(c->defer, SD_EVENT_OFF);
+        r = io_batch_add_defer(frontend_io_batch(fe), &c->defer, on_defer, c);
         if (r < 0)
                 goto fail;
 

@@ -210,7 +210,8 @@ typedef struct H1Connection {
          * an event, cleared once a read comes back short or with EAGAIN. write_blocked: the socket refused
          * bytes; cleared by the next EPOLLOUT. Whoever makes want_read() true again (a resume, the end of an
          * exchange) is inside advance(), which reads on while both hold: no edge comes for old bytes. */
-        sd_event_source *io, *timer, *defer;
+        IoSource *io, *defer; /* in the front end's batch (io-batch.h) */
+        sd_event_source *timer;
         usec_t timer_armed; /* USEC_INFINITY = off */
 
         H1State state;

@@ -55,7 +55,7 @@ usec_t h2_now(H2Connection *c) {
 
 void h2_schedule_flush(H2Connection *c) {
         if (c->defer)
-                (void) sd_event_source_set_enabled(c->defer, SD_EVENT_ONESHOT);
+                (void) io_source_set_enabled(c->defer, true);
 }
 
 /* One timer per connection for its earliest deadline. Deadlines change many times per read (every
@@ -411,8 +411,8 @@ static void conn_free(H2Connection *c) {
                 h2_stream_release(s);
         }
         nghttp2_session_del(c->session);
-        c->io = sd_event_source_disable_unref(c->io);
-        c->defer = sd_event_source_disable_unref(c->defer);
+        c->io = io_source_free(c->io);
+        c->defer = io_source_free(c->defer);
         c->timer = sd_event_source_disable_unref(c->timer);
         c->fd = safe_close(c->fd);
         c->wend = c->wstart;
@@ -451,7 +451,7 @@ static void conn_settle(H2Connection *c) {
         h2_arm_timer(c);
 }
 
-static int on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+static void on_io(IoSource *source, int fd, uint32_t revents, void *userdata) {
         H2Connection *c = userdata;
 
         if (revents & EPOLLOUT)
@@ -461,12 +461,10 @@ static int on_io(sd_event_source *source, int fd, uint32_t revents, void *userda
         if (revents & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
                 c->readable = true;
         conn_settle(c);
-        return 0;
 }
 
-static int on_defer(sd_event_source *source, void *userdata) {
+static void on_defer(IoSource *source, void *userdata) {
         conn_settle(userdata);
-        return 0;
 }
 
 static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
@@ -631,15 +629,15 @@ static int conn_new(Frontend *fe, int fd, const struct sockaddr_storage *peer, H
                 goto fail;
         (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int)); /* EOPNOTSUPP on AF_UNIX */
 
-        /* Edge-triggered: sd-event polls epoll on every iteration, and with level-triggered sources every
+        /* Edge-triggered: the batch polls its set on every wake-up, and with level-triggered sources every
          * busy connection would be reported again each time. */
-        r = sd_event_add_io(c->event, &c->io, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, on_io, c);
+        r = io_batch_add_io(frontend_io_batch(fe), &c->io, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, on_io,
+                            c);
         if (r < 0)
                 goto fail;
-        r = sd_event_add_defer(c->event, &c->defer, on_defer, c);
+        r = io_batch_add_defer(frontend_io_batch(fe), &c->defer, on_defer, c);
         if (r < 0)
                 goto fail;
-        (void) sd_event_source_set_enabled(c->defer, SD_EVENT_OFF);
         c->timer_at = MIN(c->idle_deadline, c->settings_deadline);
         r = sd_event_add_time(c->event, &c->timer, CLOCK_MONOTONIC, c->timer_at, 0, on_timer, c);
         if (r < 0)

@@ -117,7 +117,8 @@ struct H2Connection {
         int fd;
         char peer[64];
 
-        sd_event_source *io, *defer, *timer;
+        IoSource *io, *defer; /* in the front end's batch (io-batch.h) */
+        sd_event_source *timer;
         nghttp2_session *session;
         unsigned busy; /* inside mem_recv/session_send or a router call: close() waits */
         bool registered;

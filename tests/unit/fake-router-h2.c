@@ -23,6 +23,12 @@ int fake_frontend_new(Frontend **ret) {
                 free(fe);
                 return r;
         }
+        r = io_batch_new(fe->event, &fe->batch);
+        if (r < 0) {
+                sd_event_unref(fe->event);
+                free(fe);
+                return r;
+        }
         fe->config = (Config){
                 .header_timeout = 10 * USEC_PER_SEC,
                 .idle_timeout = 60 * USEC_PER_SEC,
@@ -41,6 +47,7 @@ Frontend *fake_frontend_free(Frontend *fe) {
                 fe->connections->ops->close(fe->connections);
         while (fe->exchanges)
                 exchange_free(&fe->exchanges->x);
+        io_batch_unref(fe->batch);
         sd_event_unref(fe->event);
         free(fe);
         return NULL;
@@ -97,6 +104,10 @@ void frontend_log_client_error(Frontend *fe, const char *format, ...) {
 
 sd_event *frontend_event(Frontend *fe) {
         return fe->event;
+}
+
+IoBatch *frontend_io_batch(Frontend *fe) {
+        return fe->batch;
 }
 
 const Config *frontend_config(Frontend *fe) {

@@ -29,6 +29,7 @@ struct FakeExchange {
 
 struct Frontend {
         sd_event *event;
+        IoBatch *batch;
         Config config;
         bool shutting_down;
         FrontendConnection *connections;

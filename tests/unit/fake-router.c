@@ -77,6 +77,12 @@ int fake_frontend_new(Frontend **ret) {
                 free(fe);
                 return r;
         }
+        r = io_batch_new(fe->event, &fe->batch);
+        if (r < 0) {
+                sd_event_unref(fe->event);
+                free(fe);
+                return r;
+        }
         fe->config = (Config) {
                 .header_timeout = 10 * USEC_PER_SEC,
                 .idle_timeout = 60 * USEC_PER_SEC,
@@ -109,6 +115,7 @@ Frontend *fake_frontend_free(Frontend *fe) {
         free(fe->h2_initial);
         free(fe->h2_settings);
         safe_close(fe->h2_fd);
+        io_batch_unref(fe->batch);
         sd_event_unref(fe->event);
         free(fe);
         return NULL;
@@ -280,6 +287,10 @@ void frontend_log_client_error(Frontend *fe, const char *format, ...) {
 
 sd_event *frontend_event(Frontend *fe) {
         return fe->event;
+}
+
+IoBatch *frontend_io_batch(Frontend *fe) {
+        return fe->batch;
 }
 
 const Config *frontend_config(Frontend *fe) {

@@ -42,6 +42,7 @@ typedef struct FakeExchange {
 
 struct Frontend {
         sd_event *event;
+        IoBatch *batch;
         Config config;
         bool shutting_down;
 

@@ -41,6 +41,7 @@
 #define WORKER_ID 7
 
 static sd_event *event;
+static IoBatch *batch; /* the front end's socket set, in which the pool's connections sit */
 
 #define RUN_UNTIL(cond)                                                                        \
         do {                                                                                   \
@@ -70,7 +71,7 @@ static ForwardPool *pool_new(const char *path, unsigned max_connections, unsigne
         };
         ForwardPool *p = NULL;
 
-        assert_int_equal(forward_pool_new(event, path, &o, &p), 0);
+        assert_int_equal(forward_pool_new(batch, path, &o, &p), 0);
         assert_non_null(p);
         return p;
 }
@@ -87,10 +88,12 @@ static void get_init(FakeExchange *f, const char *target, const char *id) {
 static int setup(void **state) {
         fake_exchanges_finished = 0;
         assert_int_equal(sd_event_new(&event), 0);
+        assert_int_equal(io_batch_new(event, &batch), 0);
         return 0;
 }
 
 static int teardown(void **state) {
+        batch = io_batch_unref(batch);
         event = sd_event_unref(event);
         return 0;
 }
@@ -1606,7 +1609,7 @@ static void test_forward_pool_idle_timeout_closes_connections(void **state) {
         usec_t t0;
 
         fake_worker_init(&w, event, true);
-        assert_int_equal(forward_pool_new(event, w.path, &o, &p), 0);
+        assert_int_equal(forward_pool_new(batch, w.path, &o, &p), 0);
         get_init(&f, "/", "idle");
         assert_int_equal(forward_start(p, &f.x), 0);
         RUN_UNTIL(fake_exchange_finished(&f));

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: MIT */
+/* The front end's own epoll set inside the sd-event loop (io-batch.h). sd-event's loop iteration is
+ * prepare, epoll_wait, dispatch ONE source; with a source still pending it polls again with timeout 0
+ * first. Under load nearly every iteration was one socket and one epoll_wait, plus the iterations of the
+ * defer sources the sockets' handlers enabled. Here a wake-up of the loop dispatches every socket that is
+ * ready and the deferred calls they scheduled, so the loop's cost is paid per batch. */
+#include "io-batch.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "log.h"
+#include "macro.h"
+
+struct IoSource {
+        IoBatch *batch;
+        int fd; /* -1: a deferred call */
+        uint32_t events;
+        bool enabled; /* io: in the set; defer: on the pending list */
+        bool first;
+        bool dead;    /* freed during a dispatch: its memory waits on the graveyard */
+        io_batch_io_handler_t on_io;
+        io_batch_defer_handler_t on_defer;
+        void *userdata;
+        uint64_t seq;          /* when it was scheduled: a round runs what was scheduled before it began */
+        IoSource *prev, *next; /* the pending list, or the graveyard (next only) */
+};
+
+struct IoBatch {
+        unsigned n_ref;
+        sd_event *event;
+        sd_event_source *io;    /* the set's fd in the loop */
+        sd_event_source *defer; /* the loop's next iteration, for calls scheduled outside a dispatch */
+        int epfd;
+        unsigned dispatching;
+        bool defer_on;
+        IoSource *pending, *pending_tail;
+        uint64_t seq;
+        IoSource *graveyard;
+        IoBatchStats stats;
+};
+
+static void pending_unlink(IoBatch *b, IoSource *s) {
+        if (s->prev)
+                s->prev->next = s->next;
+        else
+                b->pending = s->next;
+        if (s->next)
+                s->next->prev = s->prev;
+        else
+                b->pending_tail = s->prev;
+        s->prev = s->next = NULL;
+        s->enabled = false;
+}
+
+static void pending_append(IoBatch *b, IoSource *s) {
+        s->seq = ++b->seq;
+        s->prev = b->pending_tail;
+        s->next = NULL;
+        if (b->pending_tail)
+                b->pending_tail->next = s;
+        else
+                b->pending = s;
+        b->pending_tail = s;
+        s->enabled = true;
+}
+
+/* The loop's defer source is on exactly while calls wait and no dispatch of ours will run them. */
+static void defer_update(IoBatch *b) {
+        bool want = b->pending && b->dispatching == 0;
+
+        if (want == b->defer_on || !b->defer)
+                return;
+        if (sd_event_source_set_enabled(b->defer, want ? SD_EVENT_ONESHOT : SD_EVENT_OFF) >= 0)
+                b->defer_on = want;
+}
+
+static void source_release(IoSource *s) {
+        IoBatch *b = s->batch;
+
+        free(s);
+        io_batch_unref(b);
+}
+
+static void bury(IoBatch *b) {
+        while (b->graveyard) {
+                IoSource *s = b->graveyard;
+
+                b->graveyard = s->next;
+                source_release(s);
+        }
+}
+
+static void run_deferred(IoBatch *b) {
+        for (unsigned round = 0; round < IO_BATCH_DEFER_ROUNDS && b->pending; round++) {
+                uint64_t limit = b->seq;
+
+                while (b->pending && b->pending->seq <= limit) {
+                        IoSource *s = b->pending;
+
+                        pending_unlink(b, s); /* off before the call, which may enable it again */
+                        b->stats.deferred++;
+                        s->on_defer(s, s->userdata);
+                }
+        }
+}
+
+static void dispatch_ready(IoBatch *b, const struct epoll_event *ev, int n, bool first) {
+        for (int i = 0; i < n; i++) {
+                IoSource *s = ev[i].data.ptr;
+
+                /* dead or disabled by an earlier handler of this batch: its event is stale */
+                if (s->dead || !s->enabled || s->first != first)
+                        continue;
+                s->on_io(s, s->fd, ev[i].events, s->userdata);
+        }
+}
+
+static void dispatch_end(IoBatch *b) {
+        if (--b->dispatching > 0)
+                return;
+        bury(b);
+        defer_update(b);
+}
+
+static int on_ready(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
+        struct epoll_event ev[IO_BATCH_MAX];
+        IoBatch *b = io_batch_ref(userdata);
+        int n;
+
+        b->dispatching++;
+        n = epoll_wait(b->epfd, ev, IO_BATCH_MAX, 0);
+        if (n < 0) {
+                if (errno != EINTR)
+                        log_warning_errno(errno, "Front end: epoll_wait on its own set failed, ignoring: %m");
+                n = 0;
+        }
+        b->stats.wakeups++;
+        b->stats.events += (uint64_t) n;
+        dispatch_ready(b, ev, n, true);
+        dispatch_ready(b, ev, n, false);
+        run_deferred(b);
+        dispatch_end(b);
+        io_batch_unref(b);
+        return 0;
+}
+
+static int on_defer(sd_event_source *es, void *userdata) {
+        IoBatch *b = io_batch_ref(userdata);
+
+        b->defer_on = false; /* a oneshot: off now */
+        b->dispatching++;
+        run_deferred(b);
+        dispatch_end(b);
+        io_batch_unref(b);
+        return 0;
+}
+
+int io_batch_new(sd_event *event, IoBatch **ret) {
+        IoBatch *b;
+        int r;
+
+        if (!event || !ret)
+                return -EINVAL;
+        b = calloc(1, sizeof *b);
+        if (!b)
+                return -ENOMEM;
+        b->n_ref = 1;
+        b->event = sd_event_ref(event);
+        b->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (b->epfd < 0) {
+                r = -errno;
+                goto fail;
+        }
+        r = sd_event_add_io(event, &b->io, b->epfd, EPOLLIN, on_ready, b);
+        if (r < 0)
+                goto fail;
+        r = sd_event_add_defer(event, &b->defer, on_defer, b);
+        if (r < 0)
+                goto fail;
+        r = sd_event_source_set_enabled(b->defer, SD_EVENT_OFF);
+        if (r < 0)
+                goto fail;
+        *ret = b;
+        return 0;
+fail:
+        b->n_ref = 0;
+        b->io = sd_event_source_disable_unref(b->io);
+        b->defer = sd_event_source_disable_unref(b->defer);
+        safe_close(b->epfd);
+        sd_event_unref(b->event);
+        free(b);
+        return r;
+}
+
+IoBatch *io_batch_ref(IoBatch *b) {
+        if (b)
+                b->n_ref++;
+        return b;
+}
+
+IoBatch *io_batch_unref(IoBatch *b) {
+        if (!b)
+                return NULL;
+        assert(b->n_ref > 0);
+        if (--b->n_ref > 0)
+                return NULL;
+        assert(!b->graveyard && !b->pending);
+        b->io = sd_event_source_disable_unref(b->io);
+        b->defer = sd_event_source_disable_unref(b->defer);
+        safe_close(b->epfd);
+        sd_event_unref(b->event);
+        free(b);
+        return NULL;
+}
+
+sd_event *io_batch_get_event(IoBatch *b) {
+        return b->event;
+}
+
+IoBatchStats io_batch_get_stats(const IoBatch *b) {
+        return b->stats;
+}
+
+static IoSource *source_new(IoBatch *b, int fd, void *userdata) {
+        IoSource *s = calloc(1, sizeof *s);
+
+        if (!s)
+                return NULL;
+        s->batch = io_batch_ref(b);
+        s->fd = fd;
+        s->userdata = userdata;
+        return s;
+}
+
+static int epoll_update(IoSource *s, int op) {
+        struct epoll_event ev = { .events = s->events, .data.ptr = s };
+
+        return RET_NERRNO(epoll_ctl(s->batch->epfd, op, s->fd, &ev));
+}
+
+int io_batch_add_io(IoBatch *b, IoSource **ret, int fd, uint32_t events, io_batch_io_handler_t cb,
+                    void *userdata) {
+        IoSource *s;
+        int r;
+
+        if (!b || !ret || fd < 0 || !cb)
+                return -EINVAL;
+        s = source_new(b, fd, userdata);
+        if (!s)
+                return -ENOMEM;
+        s->events = events;
+        s->on_io = cb;
+        r = epoll_update(s, EPOLL_CTL_ADD);
+        if (r < 0) {
+                source_release(s);
+                return r;
+        }
+        s->enabled = true;
+        *ret = s;
+        return 0;
+}
+
+int io_batch_add_defer(IoBatch *b, IoSource **ret, io_batch_defer_handler_t cb, void *userdata) {
+        IoSource *s;
+
+        if (!b || !ret || !cb)
+                return -EINVAL;
+        s = source_new(b, -1, userdata);
+        if (!s)
+                return -ENOMEM;
+        s->on_defer = cb;
+        *ret = s;
+        return 0;
+}
+
+void io_source_set_first(IoSource *s, bool first) {
+        s->first = first;
+}
+
+int io_source_set_io_events(IoSource *s, uint32_t events) {
+        int r;
+
+        if (!s || s->fd < 0 || s->dead)
+                return -EINVAL;
+        s->events = events;
+        if (!s->enabled)
+                return 0;
+        r = epoll_update(s, EPOLL_CTL_MOD);
+        return r;
+}
+
+static int defer_set_enabled(IoSource *s, bool enabled) {
+        IoBatch *b = s->batch;
+
+        if (enabled == s->enabled)
+                return 0;
+        if (enabled)
+                pending_append(b, s);
+        else
+                pending_unlink(b, s);
+        defer_update(b);
+        return 0;
+}
+
+int io_source_set_enabled(IoSource *s, bool enabled) {
+        int r;
+
+        if (!s || s->dead)
+                return -EINVAL;
+        if (s->fd < 0)
+                return defer_set_enabled(s, enabled);
+        if (enabled == s->enabled)
+                return 0;
+        r = epoll_update(s, enabled ? EPOLL_CTL_ADD : EPOLL_CTL_DEL);
+        if (r < 0)
+                return r;
+        s->enabled = enabled;
+        return 0;
+}
+
+bool io_source_get_enabled(const IoSource *s) {
+        return s && !s->dead && s->enabled;
+}
+
+IoSource *io_source_free(IoSource *s) {
+        IoBatch *b;
+
+        if (!s)
+                return NULL;
+        b = s->batch;
+        assert(!s->dead);
+        if (s->fd < 0)
+                (void) defer_set_enabled(s, false);
+        else if (s->enabled)
+                (void) epoll_update(s, EPOLL_CTL_DEL); /* EBADF when the fd went first: gone from the set too */
+        s->enabled = false;
+        if (b->dispatching == 0) {
+                source_release(s);
+                return NULL;
+        }
+        /* an event of this batch may still point at it */
+        s->dead = true;
+        s->next = b->graveyard;
+        b->graveyard = s;
+        return NULL;
+}

@@ -1,0 +1,4 @@
+# The front end's batch of sockets (daemon/frontend/io-batch.c) on a real sd-event loop and socket pairs.
+ep_unit_test(io-batch SOURCES ${CMAKE_CURRENT_LIST_DIR}/test-io-batch.c
+        ${CMAKE_SOURCE_DIR}/daemon/frontend/io-batch.c LIBS ep-shared PkgConfig::SYSTEMD)
+target_include_directories(test-io-batch PRIVATE ${CMAKE_SOURCE_DIR}/daemon/frontend)

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/* The front end's batch of sockets (daemon/frontend/io-batch.c) on a real sd-event loop and real socket
+ * pairs: every socket ready at a wake-up is dispatched in that one wake-up, a source freed by another's
+ * handler in the same batch is neither called nor touched (ASan watches), edges stay edges, and the
+ * deferred calls run after the sockets, a bounded number of rounds. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "io-batch.h"
+#include "macro.h"
+#include "time-util.h"
+
+#define N_PAIRS 16
+
+typedef struct Pair {
+        int fd[2];      /* [0] watched, [1] written by the test */
+        IoSource *s;
+        unsigned calls;
+        unsigned order; /* the batch's call sequence number of the last call */
+        uint32_t revents;
+        struct Pair *victim; /* freed by this one's handler */
+        bool drain;          /* read what is there */
+        bool free_self;
+} Pair;
+
+typedef struct Env {
+        sd_event *event;
+        IoBatch *batch;
+        Pair pairs[N_PAIRS];
+        unsigned seq;
+} Env;
+
+static Env *env;
+
+static int setup(void **state) {
+        env = calloc(1, sizeof *env);
+        assert_non_null(env);
+        assert_int_equal(sd_event_new(&env->event), 0);
+        assert_int_equal(io_batch_new(env->event, &env->batch), 0);
+        for (unsigned i = 0; i < N_PAIRS; i++)
+                assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+                                            env->pairs[i].fd), 0);
+        return 0;
+}
+
+static int teardown(void **state) {
+        for (unsigned i = 0; i < N_PAIRS; i++) {
+                env->pairs[i].s = io_source_free(env->pairs[i].s);
+                safe_close(env->pairs[i].fd[0]);
+                safe_close(env->pairs[i].fd[1]);
+        }
+        env->batch = io_batch_unref(env->batch);
+        sd_event_unref(env->event);
+        free(env);
+        return 0;
+}
+
+static void kick(Pair *p) {
+        assert_int_equal(write(p->fd[1], "x", 1), 1);
+}
+
+static void drain(Pair *p) {
+        char buf[64];
+
+        while (read(p->fd[0], buf, sizeof buf) > 0)
+                ;
+}
+
+static void on_io(IoSource *s, int fd, uint32_t revents, void *userdata) {
+        Pair *p = userdata;
+
+        assert_ptr_equal(s, p->s);
+        assert_int_equal(fd, p->fd[0]);
+        p->calls++;
+        p->order = ++env->seq;
+        p->revents = revents;
+        if (p->drain)
+                drain(p);
+        if (p->victim && p->victim->s) {
+                p->victim->s = io_source_free(p->victim->s);
+                p->victim->fd[0] = safe_close(p->victim->fd[0]); /* the fd number may come back at once */
+        }
+        if (p->free_self)
+                p->s = io_source_free(p->s);
+}
+
+static void watch(Pair *p) {
+        assert_int_equal(io_batch_add_io(env->batch, &p->s, p->fd[0], EPOLLIN | EPOLLRDHUP | EPOLLET, on_io, p),
+                         0);
+}
+
+/* One loop iteration that finds something: what one wake-up of the commander does. */
+static void run_once(void) {
+        assert_int_equal(sd_event_run(env->event, 1000 * USEC_PER_MSEC), 1);
+}
+
+/* Nothing to dispatch: the loop times out. */
+static void run_idle(void) {
+        assert_int_equal(sd_event_run(env->event, 20 * USEC_PER_MSEC), 0);
+}
+
+static void test_io_batch_all_ready_in_one_wakeup(void **state) {
+        IoBatchStats st;
+
+        for (unsigned i = 0; i < N_PAIRS; i++) {
+                env->pairs[i].drain = true;
+                watch(&env->pairs[i]);
+                kick(&env->pairs[i]);
+        }
+        run_once();
+        for (unsigned i = 0; i < N_PAIRS; i++) {
+                assert_int_equal(env->pairs[i].calls, 1);
+                assert_true(env->pairs[i].revents & EPOLLIN);
+        }
+        st = io_batch_get_stats(env->batch);
+        assert_int_equal(st.wakeups, 1);
+        assert_int_equal(st.events, N_PAIRS);
+        run_idle();
+}
+
+static void test_io_batch_free_other_in_same_batch(void **state) {
+        Pair *a = &env->pairs[0], *b = &env->pairs[1];
+
+        /* whichever runs first frees the other: the other's event, already taken, must be skipped */
+        a->victim = b;
+        b->victim = a;
+        watch(a);
+        watch(b);
+        kick(a);
+        kick(b);
+        run_once();
+        assert_int_equal(a->calls + b->calls, 1);
+        assert_int_equal(io_batch_get_stats(env->batch).events, 2);
+}
+
+/* The handler that runs first frees the other source, closes its fd and opens a new socket, which takes
+ * the lowest free number, the one just closed, and watches it: the stale event must reach neither. */
+static Pair *reuse_into;
+
+static void on_io_reuses(IoSource *s, int fd, uint32_t revents, void *userdata) {
+        Pair *c = reuse_into;
+
+        on_io(s, fd, revents, userdata);
+        if (c->s)
+                return;
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, c->fd), 0);
+        kick(c);
+        watch(c);
+}
+
+static void test_io_batch_free_and_reuse_fd_in_same_batch(void **state) {
+        Pair *a = &env->pairs[0], *b = &env->pairs[1], *c = &env->pairs[2];
+        int victim_fds[2] = { a->fd[0], b->fd[0] };
+
+        safe_close(c->fd[0]);
+        safe_close(c->fd[1]);
+        c->fd[0] = c->fd[1] = -EBADF;
+        c->drain = true;
+        reuse_into = c;
+        a->victim = b;
+        b->victim = a;
+        assert_int_equal(io_batch_add_io(env->batch, &a->s, a->fd[0], EPOLLIN | EPOLLET, on_io_reuses, a), 0);
+        assert_int_equal(io_batch_add_io(env->batch, &b->s, b->fd[0], EPOLLIN | EPOLLET, on_io_reuses, b), 0);
+        kick(a);
+        kick(b);
+        run_once();
+        assert_int_equal(a->calls + b->calls, 1);
+        assert_int_equal(c->calls, 0);
+        assert_true(c->fd[0] == victim_fds[0] || c->fd[0] == victim_fds[1]); /* the number did come back */
+        run_once(); /* the new socket's own event, in its own right */
+        assert_int_equal(c->calls, 1);
+}
+
+static void test_io_batch_free_self(void **state) {
+        Pair *a = &env->pairs[0];
+
+        a->free_self = true;
+        watch(a);
+        kick(a);
+        run_once();
+        assert_int_equal(a->calls, 1);
+        assert_null(a->s);
+        kick(a);
+        run_idle();
+        assert_int_equal(a->calls, 1);
+}
+
+static void test_io_batch_edge_triggered(void **state) {
+        Pair *a = &env->pairs[0];
+
+        watch(a); /* does not read: the bytes stay, the edge is spent */
+        kick(a);
+        run_once();
+        assert_int_equal(a->calls, 1);
+        run_idle();
+        assert_int_equal(a->calls, 1);
+        kick(a); /* a new edge */
+        run_once();
+        assert_int_equal(a->calls, 2);
+        /* setting the mask again looks at the socket anew: bytes left are reported once more */
+        assert_int_equal(io_source_set_io_events(a->s, EPOLLIN | EPOLLRDHUP | EPOLLET), 0);
+        run_once();
+        assert_int_equal(a->calls, 3);
+        run_idle();
+}
+
+static void test_io_batch_disabled_not_dispatched(void **state) {
+        Pair *a = &env->pairs[0], *b = &env->pairs[1];
+
+        a->drain = b->drain = true;
+        watch(a);
+        watch(b);
+        assert_int_equal(io_source_set_enabled(b->s, false), 0);
+        assert_false(io_source_get_enabled(b->s));
+        kick(a);
+        kick(b);
+        run_once();
+        assert_int_equal(a->calls, 1);
+        assert_int_equal(b->calls, 0);
+        assert_int_equal(io_source_set_enabled(b->s, true), 0);
+        run_once(); /* rejoining, a ready socket is reported at once */
+        assert_int_equal(b->calls, 1);
+}
+
+static void test_io_batch_first_before_others(void **state) {
+        for (unsigned i = 0; i < 4; i++) {
+                env->pairs[i].drain = true;
+                watch(&env->pairs[i]);
+        }
+        io_source_set_first(env->pairs[3].s, true);
+        for (unsigned i = 0; i < 4; i++)
+                kick(&env->pairs[i]);
+        run_once();
+        assert_int_equal(env->pairs[3].order, 1);
+}
+
+/* ---- deferred calls ---- */
+
+typedef struct Deferred {
+        IoSource *s;
+        unsigned calls, order;
+        bool again; /* schedules itself again every time */
+} Deferred;
+
+static void on_defer(IoSource *s, void *userdata) {
+        Deferred *d = userdata;
+
+        d->calls++;
+        d->order = ++env->seq;
+        if (d->again)
+                assert_int_equal(io_source_set_enabled(s, true), 0);
+}
+
+static Deferred *deferred_of_pair;
+
+static void on_io_schedules(IoSource *s, int fd, uint32_t revents, void *userdata) {
+        on_io(s, fd, revents, userdata);
+        assert_int_equal(io_source_set_enabled(deferred_of_pair->s, true), 0);
+}
+
+static void test_io_batch_defer_after_sockets_same_wakeup(void **state) {
+        Deferred d = {};
+        Pair *a = &env->pairs[0], *b = &env->pairs[1];
+
+        assert_int_equal(io_batch_add_defer(env->batch, &d.s, on_defer, &d), 0);
+        deferred_of_pair = &d;
+        a->drain = b->drain = true;
+        assert_int_equal(io_batch_add_io(env->batch, &a->s, a->fd[0], EPOLLIN | EPOLLET, on_io_schedules, a), 0);
+        watch(b);
+        kick(a);
+        kick(b);
+        run_once(); /* one iteration: both sockets, then the call one of them scheduled */
+        assert_int_equal(d.calls, 1);
+        assert_int_equal(d.order, 3);
+        assert_false(io_source_get_enabled(d.s));
+        run_idle();
+        assert_int_equal(d.calls, 1);
+        d.s = io_source_free(d.s);
+}
+
+static void test_io_batch_defer_outside_batch(void **state) {
+        Deferred d = {};
+
+        assert_int_equal(io_batch_add_defer(env->batch, &d.s, on_defer, &d), 0);
+        run_idle();
+        assert_int_equal(io_source_set_enabled(d.s, true), 0);
+        assert_int_equal(io_source_set_enabled(d.s, true), 0); /* once, however often enabled */
+        run_once();
+        assert_int_equal(d.calls, 1);
+        run_idle();
+        /* cancelled before the loop ran it: never runs */
+        assert_int_equal(io_source_set_enabled(d.s, true), 0);
+        assert_int_equal(io_source_set_enabled(d.s, false), 0);
+        run_idle();
+        assert_int_equal(d.calls, 1);
+        d.s = io_source_free(d.s);
+}
+
+static void test_io_batch_defer_rescheduling_bounded(void **state) {
+        Deferred d = { .again = true };
+
+        assert_int_equal(io_batch_add_defer(env->batch, &d.s, on_defer, &d), 0);
+        assert_int_equal(io_source_set_enabled(d.s, true), 0);
+        run_once(); /* returns: the loop gets its turn */
+        assert_int_equal(d.calls, IO_BATCH_DEFER_ROUNDS);
+        run_once();
+        assert_int_equal(d.calls, 2 * IO_BATCH_DEFER_ROUNDS);
+        d.s = io_source_free(d.s); /* freed while scheduled */
+        run_idle();
+}
+
+static void test_io_batch_outlives_owner(void **state) {
+        Pair *a = &env->pairs[0];
+        Deferred d = {};
+
+        a->drain = true;
+        watch(a);
+        assert_int_equal(io_batch_add_defer(env->batch, &d.s, on_defer, &d), 0);
+        env->batch = io_batch_unref(env->batch); /* the sources keep it */
+        kick(a);
+        run_once();
+        assert_int_equal(a->calls, 1);
+        d.s = io_source_free(d.s);
+        a->s = io_source_free(a->s); /* the last one frees it (ASan: no leak) */
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_io_batch_all_ready_in_one_wakeup, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_free_other_in_same_batch, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_free_and_reuse_fd_in_same_batch, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_free_self, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_edge_triggered, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_disabled_not_dispatched, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_first_before_others, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_defer_after_sockets_same_wakeup, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_defer_outside_batch, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_defer_rescheduling_bounded, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_outlives_owner, setup, teardown),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
