@@ -71,6 +71,10 @@ typedef struct FrontendTotals {
         unsigned connections;  /* open client connections */
         unsigned h2_connections; /* of which speak HTTP/2 (h2c) */
         unsigned streams;      /* requests open on client connections: HTTP/1.1 requests and HTTP/2 streams */
+        /* the front end's socket set (daemon/frontend/io-batch.h): its wake-ups, the ready sockets they
+         * dispatched, and the most one wake-up dispatched */
+        uint64_t wakeups, socket_events;
+        unsigned batch_largest;
 } FrontendTotals;
 
 typedef struct FrontendHooks {

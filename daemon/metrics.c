@@ -250,6 +250,13 @@ static void write_frontend(Exposition *e) {
         family(e, "frontend_streams", "gauge",
                "Requests open on client connections: HTTP/1.1 requests and HTTP/2 streams.");
         sample_u64(e, "frontend_streams", "", t.streams);
+        family(e, "frontend_wakeups_total", "counter",
+               "Wake-ups of the front end's socket set; each dispatches every client and worker socket ready.");
+        sample_u64(e, "frontend_wakeups_total", "", t.wakeups);
+        family(e, "frontend_socket_events_total", "counter", "Ready sockets the front end's wake-ups dispatched.");
+        sample_u64(e, "frontend_socket_events_total", "", t.socket_events);
+        family(e, "frontend_batch_largest", "gauge", "The most ready sockets one wake-up has dispatched.");
+        sample_u64(e, "frontend_batch_largest", "", t.batch_largest);
 }
 
 int metrics_write(const StatusView *v, FILE *f) {

@@ -533,6 +533,7 @@ static bool worker_traffic(void *userdata, unsigned worker, WorkerTraffic *ret) 
 
 static void totals(void *userdata, FrontendTotals *ret) {
         Frontend *fe = userdata;
+        IoBatchStats b = io_batch_get_stats(fe->batch);
 
         *ret = (FrontendTotals) {
                 .requests = fe->requests,
@@ -540,6 +541,9 @@ static void totals(void *userdata, FrontendTotals *ret) {
                 .connections = fe->n_connections,
                 .h2_connections = frontend_connections_speaking(fe, "h2c"),
                 .streams = fe->exchanges_open,
+                .wakeups = b.wakeups,
+                .socket_events = b.events,
+                .batch_largest = b.largest,
         };
 }
 

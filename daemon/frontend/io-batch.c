@@ -141,6 +141,7 @@ static int on_ready(sd_event_source *es, int fd, uint32_t revents, void *userdat
         }
         b->stats.wakeups++;
         b->stats.events += (uint64_t) n;
+        b->stats.largest = MAX(b->stats.largest, (unsigned) n);
         dispatch_ready(b, ev, n, true);
         dispatch_ready(b, ev, n, false);
         run_deferred(b);

@@ -33,6 +33,7 @@ typedef struct IoBatchStats {
         uint64_t wakeups;   /* dispatches of the inner set */
         uint64_t events;    /* ready sockets those returned */
         uint64_t deferred;  /* deferred calls run */
+        unsigned largest;   /* the most ready sockets one wake-up took */
 } IoBatchStats;
 
 /* The batch of one loop; its sources keep it alive (the owner's unref may come before theirs). 0 or

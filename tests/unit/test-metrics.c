@@ -74,7 +74,7 @@ static void three_workers(void) {
         fe.traffic[2] = (WorkerTraffic) { .inflight = 0 }; /* known, but no forward pool yet */
         pool_set_unhealthy(&m->pool, w2, "no report for 17s"); /* health took it out of new work */
         fe.totals = (FrontendTotals) { .requests = 12, .errors = 1, .connections = 5, .h2_connections = 2,
-                                       .streams = 3 };
+                                       .streams = 3, .wakeups = 40, .socket_events = 900, .batch_largest = 64 };
 }
 
 static bool has_line(const char *text, const char *line) {
@@ -189,6 +189,9 @@ static void test_metrics_write_values(void **state) {
         ASSERT_LINE(text, "elastic_pool_frontend_connections{group=\"test\",protocol=\"http/1.1\"} 3");
         ASSERT_LINE(text, "elastic_pool_frontend_connections{group=\"test\",protocol=\"h2c\"} 2");
         ASSERT_LINE(text, "elastic_pool_frontend_streams{group=\"test\"} 3");
+        ASSERT_LINE(text, "elastic_pool_frontend_wakeups_total{group=\"test\"} 40");
+        ASSERT_LINE(text, "elastic_pool_frontend_socket_events_total{group=\"test\"} 900");
+        ASSERT_LINE(text, "elastic_pool_frontend_batch_largest{group=\"test\"} 64");
         ASSERT_LINE(text, "elastic_pool_spawns_total{group=\"test\",cause=\"floor\"} 0");
         ASSERT_LINE(text, "elastic_pool_deaths_total{group=\"test\",cause=\"oom\"} 0");
         ASSERT_LINE(text, "elastic_pool_moves_total{group=\"test\",outcome=\"aborted\"} 0");
