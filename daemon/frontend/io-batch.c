@@ -127,24 +127,34 @@ static void dispatch_end(IoBatch *b) {
         defer_update(b);
 }
 
-static int on_ready(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
+/* One poll of the set and what it found: the ready sockets, then the deferred calls they scheduled. Returns
+ * how many sockets were ready. */
+static int poll_once(IoBatch *b) {
         struct epoll_event ev[IO_BATCH_MAX];
-        IoBatch *b = io_batch_ref(userdata);
-        int n;
+        int n = epoll_wait(b->epfd, ev, IO_BATCH_MAX, 0);
 
-        b->dispatching++;
-        n = epoll_wait(b->epfd, ev, IO_BATCH_MAX, 0);
         if (n < 0) {
                 if (errno != EINTR)
                         log_warning_errno(errno, "Front end: epoll_wait on its own set failed, ignoring: %m");
-                n = 0;
+                return 0;
         }
-        b->stats.wakeups++;
         b->stats.events += (uint64_t) n;
         b->stats.largest = MAX(b->stats.largest, (unsigned) n);
         dispatch_ready(b, ev, n, true);
         dispatch_ready(b, ev, n, false);
         run_deferred(b);
+        return n;
+}
+
+static int on_ready(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
+        IoBatch *b = io_batch_ref(userdata);
+
+        b->dispatching++;
+        b->stats.wakeups++;
+        /* A busy batch took long enough for more to arrive: polling again at once is cheaper than going
+         * back to sleep and being woken (a loop iteration, an epoll_wait that blocks, a context switch). */
+        for (unsigned i = 0; i < IO_BATCH_POLLS && poll_once(b) >= IO_BATCH_AGAIN; i++)
+                ;
         dispatch_end(b);
         io_batch_unref(b);
         return 0;

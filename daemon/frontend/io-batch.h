@@ -18,7 +18,11 @@
 
 /* Sockets taken per wake-up at most; what is left is taken at the next one (the inner set stays readable). */
 #define IO_BATCH_MAX 256
-/* Rounds of deferred calls per dispatch: a call a deferred call schedules runs in the next round, so one
+/* A poll that found at least IO_BATCH_AGAIN ready sockets is followed by another, up to IO_BATCH_POLLS per
+ * wake-up, before the loop's other sources get their turn. */
+#define IO_BATCH_AGAIN 4
+#define IO_BATCH_POLLS 4
+/* Rounds of deferred calls per poll: a call a deferred call schedules runs in the next round, so one
  * that keeps rescheduling itself (a busy client yielding) cannot hold the loop; past the last round the
  * rest waits for the next loop iteration. */
 #define IO_BATCH_DEFER_ROUNDS 4

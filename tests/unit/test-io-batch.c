@@ -2,7 +2,7 @@
 /* The front end's batch of sockets (daemon/frontend/io-batch.c) on a real sd-event loop and real socket
  * pairs: every socket ready at a wake-up is dispatched in that one wake-up, a source freed by another's
  * handler in the same batch is neither called nor touched (ASan watches), edges stay edges, and the
- * deferred calls run after the sockets, a bounded number of rounds. */
+ * deferred calls run after the sockets, a bounded number of rounds; a busy batch polls again at once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -244,6 +244,55 @@ static void test_io_batch_first_before_others(void **state) {
         assert_int_equal(env->pairs[3].order, 1);
 }
 
+/* A handler that makes another socket ready (a worker's answer arriving while the batch runs). */
+static Pair *kicked_by_handler;
+
+static void on_io_kicks(IoSource *s, int fd, uint32_t revents, void *userdata) {
+        on_io(s, fd, revents, userdata);
+        if (kicked_by_handler) {
+                kick(kicked_by_handler);
+                kicked_by_handler = NULL;
+        }
+}
+
+static void watch_kicking(Pair *p) {
+        assert_int_equal(io_batch_add_io(env->batch, &p->s, p->fd[0], EPOLLIN | EPOLLET, on_io_kicks, p), 0);
+}
+
+static void test_io_batch_busy_batch_polls_again(void **state) {
+        Pair *late = &env->pairs[IO_BATCH_AGAIN];
+
+        /* a batch of IO_BATCH_AGAIN sockets is busy: what became ready meanwhile is taken in the same wake-up */
+        for (unsigned i = 0; i <= IO_BATCH_AGAIN; i++) {
+                env->pairs[i].drain = true;
+                watch_kicking(&env->pairs[i]);
+        }
+        kicked_by_handler = late;
+        for (unsigned i = 0; i < IO_BATCH_AGAIN; i++)
+                kick(&env->pairs[i]);
+        run_once();
+        assert_int_equal(late->calls, 1);
+        assert_int_equal(io_batch_get_stats(env->batch).wakeups, 1);
+        assert_int_equal(io_batch_get_stats(env->batch).events, IO_BATCH_AGAIN + 1);
+        run_idle();
+}
+
+static void test_io_batch_quiet_batch_sleeps(void **state) {
+        Pair *a = &env->pairs[0], *late = &env->pairs[1];
+
+        /* one socket is no load: the loop's other sources get their turn before the next poll */
+        a->drain = late->drain = true;
+        watch_kicking(a);
+        watch_kicking(late);
+        kicked_by_handler = late;
+        kick(a);
+        run_once();
+        assert_int_equal(late->calls, 0);
+        run_once();
+        assert_int_equal(late->calls, 1);
+        assert_int_equal(io_batch_get_stats(env->batch).wakeups, 2);
+}
+
 /* ---- deferred calls ---- */
 
 typedef struct Deferred {
@@ -343,6 +392,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_io_batch_edge_triggered, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_disabled_not_dispatched, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_first_before_others, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_busy_batch_polls_again, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_quiet_batch_sleeps, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_defer_after_sockets_same_wakeup, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_defer_outside_batch, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_defer_rescheduling_bounded, setup, teardown),
