@@ -171,6 +171,14 @@ static int on_defer(sd_event_source *es, void *userdata) {
         return 0;
 }
 
+static void batch_destroy(IoBatch *b) {
+        b->io = sd_event_source_disable_unref(b->io);
+        b->defer = sd_event_source_disable_unref(b->defer);
+        safe_close(b->epfd);
+        sd_event_unref(b->event);
+        free(b);
+}
+
 int io_batch_new(sd_event *event, IoBatch **ret) {
         IoBatch *b;
         int r;
@@ -199,12 +207,7 @@ int io_batch_new(sd_event *event, IoBatch **ret) {
         *ret = b;
         return 0;
 fail:
-        b->n_ref = 0;
-        b->io = sd_event_source_disable_unref(b->io);
-        b->defer = sd_event_source_disable_unref(b->defer);
-        safe_close(b->epfd);
-        sd_event_unref(b->event);
-        free(b);
+        batch_destroy(b);
         return r;
 }
 
@@ -221,11 +224,7 @@ IoBatch *io_batch_unref(IoBatch *b) {
         if (--b->n_ref > 0)
                 return NULL;
         assert(!b->graveyard && !b->pending);
-        b->io = sd_event_source_disable_unref(b->io);
-        b->defer = sd_event_source_disable_unref(b->defer);
-        safe_close(b->epfd);
-        sd_event_unref(b->event);
-        free(b);
+        batch_destroy(b);
         return NULL;
 }
 
