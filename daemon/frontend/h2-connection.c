@@ -59,19 +59,18 @@ void h2_schedule_flush(H2Connection *c) {
 }
 
 /* One timer per connection for its earliest deadline. Deadlines change many times per read (every
- * request's header block starts and ends one); the timer is moved once, when the event is settled. */
+ * request's header block starts and ends one); the timer is looked at once, when the event is settled, and
+ * moved only when a deadline comes sooner: a later one (the idle deadline, which comes and goes with every
+ * burst of streams) leaves it armed, and on_timer(), which checks each deadline against the clock, then
+ * finds nothing due and arms it for the real one. */
 void h2_arm_timer(H2Connection *c) {
         usec_t t =
                 MIN(MIN(MIN(c->idle_deadline, c->header_deadline), MIN(c->shutdown_deadline, c->close_deadline)),
                     MIN(MIN(c->settings_deadline, c->stall_deadline), c->body_deadline));
 
-        if (!c->timer || t == c->timer_at)
+        if (!c->timer || t >= c->timer_at)
                 return;
         c->timer_at = t;
-        if (t == USEC_INFINITY) {
-                (void) sd_event_source_set_enabled(c->timer, SD_EVENT_OFF);
-                return;
-        }
         (void) sd_event_source_set_time(c->timer, t);
         (void) sd_event_source_set_enabled(c->timer, SD_EVENT_ONESHOT);
 }
