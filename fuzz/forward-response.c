@@ -23,6 +23,7 @@
 
 #include "forward-internal.h"
 #include "forward.h"
+#include "io-batch.h"
 #include "fuzz-util.h"
 #include "log.h"
 
@@ -182,6 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         };
         ForwardPool *pool = NULL;
         sd_event *e = NULL;
+        IoBatch *batch = NULL;
         Recorder r;
         int listen_fd, worker;
 
@@ -190,10 +192,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         recorder_init(&r, data[0]);
         data++, size--;
 
-        if (sd_event_new(&e) < 0)
+        if (sd_event_new(&e) < 0 || io_batch_new(e, &batch) < 0)
                 abort();
         listen_fd = listen_worker();
-        if (forward_pool_new(e, socket_path, &o, &pool) < 0)
+        if (forward_pool_new(batch, socket_path, &o, &pool) < 0)
                 abort();
         if (forward_start(pool, &r.x) < 0)
                 abort();
@@ -220,6 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (worker >= 0)
                 close(worker);
         close(listen_fd);
+        io_batch_unref(batch);
         sd_event_unref(e);
         return 0;
 }
