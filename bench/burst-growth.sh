@@ -60,18 +60,14 @@ for b in "$commander" "$worker" "$loadgen" /usr/bin/uwsgi; do [[ -x $b ]] || fai
 
 . "$top/bench/bench-lib.sh"
 
-# ---- the row's clock and its disturbance ----
-row_start() { read -r m0 s0 <<<"$(machine_ticks)"; c0=$(cg_usec); t0ns=$(date +%s%N); }
-# sets steal, other, flag for the time since row_start
+bench_setup
+
+# ---- the row's clock and its disturbance (bench-lib.sh's span: the run's cgroup is the row's own CPU) ----
+row_start() { span=$(span_begin); c0=$(cg_usec); }
+# sets steal, other, flag ('!' or empty) for the time since row_start
 row_end() {
-        local m1 s1 c1 wall
-        read -r m1 s1 <<<"$(machine_ticks)"
-        c1=$(cg_usec)
-        wall=$((($(date +%s%N) - t0ns) / 1000))
-        steal=$(awk -v d=$((s1 - s0)) -v hz="$hz" -v w="$wall" 'BEGIN { printf "%.1f", (w > 0 ? d / hz * 1e6 / w * 100 : 0) }')
-        other=$(awk -v m=$((m1 - m0)) -v c=$((c1 - c0)) -v hz="$hz" -v w="$wall" \
-                'BEGIN { o = m / hz * 1e6 - c; if (o < 0) o = 0; printf "%.1f", (w > 0 ? o / w * 100 : 0) }')
-        flag=$(awk -v a="$steal" -v b="$other" 'BEGIN { print (a + b > 5) ? "!" : "" }')
+        read -r other steal flag _ <<<"$(span_end "$span" $(($(cg_usec) - c0)))"
+        [[ $flag == '!' ]] || flag=""
 }
 
 # ---- the servers ----
