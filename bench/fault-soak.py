@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fault_soak_load import REQUEST_TIMEOUT, H1Transport, H2Transport, Ledger, LoadMixin, Users, guest, now, slow_client  # noqa: E402
 
@@ -470,13 +471,15 @@ def parse():
     ap.add_argument("--settle", type=float, default=3, help="seconds a window stays open after recovery")
     ap.add_argument("--stop-seconds", type=float, default=4)
     ap.add_argument("--commander-kills", type=int, default=1, help="at most this many (0: every cycle)")
-    ap.add_argument("--phase-timeout", type=float, default=60)
+    ap.add_argument("--phase-timeout", type=float, default=90)
     ap.add_argument("--faults", default="commander-kill,compaction,growth,worker-kill,worker-stop,channel-garbage,"
                     "reload,memory")
     ap.add_argument("--users", type=int, default=24)
     ap.add_argument("--h2-users", type=int, default=12)
     ap.add_argument("--guests", type=int, default=2)
     ap.add_argument("--slow", type=int, default=2)
+    ap.add_argument("--lost-leave", type=float, default=0.5, help="share of lost users that leave instead of "
+                    "logging in again")
     ap.add_argument("--think-high", type=float, default=0.15)
     ap.add_argument("--think-low", type=float, default=2.0)
     ap.add_argument("--cpu-ms", type=int, default=5)

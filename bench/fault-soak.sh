@@ -21,7 +21,7 @@
 #
 # Environment: SOAK_DURATION (600 s), SOAK_ONCE=1 (every fault once, then stop: the short run),
 # SOAK_FAULTS (comma list, in order; default all), SOAK_COMMANDER_KILLS (1: only in the first cycle, so that
-# one commander lives long enough to judge its resources; 0: every cycle), SOAK_PHASE_TIMEOUT (60: growth
+# one commander lives long enough to judge its resources; 0: every cycle), SOAK_PHASE_TIMEOUT (90: growth
 # and compaction wait this long for max_workers / min_workers), SOAK_GAP (20), SOAK_SETTLE (3), SOAK_STOP_SECONDS (4),
 # SOAK_WARMUP (10), SOAK_SAMPLE (10), SOAK_USERS (24, HTTP/1.1), SOAK_H2_USERS (12), SOAK_MAX_WORKERS (4),
 # SOAK_PORT (18295), SOAK_RESULT=FILE (the summary as JSON), SOAK_LOG_MAX (64 MiB: the commander's log is
@@ -90,7 +90,7 @@ nice -n 5 "$py" "$top/bench/fault-soak.py" --port "$port" --launcher "$work/star
         --runtime-dir "$work/run" --log "$log" --max-workers "$max_workers" --cgroup-root "$cgroot" --pool-cgroup "${cg#"$cgroot"}/pool" --bench-cgroup "${cg#"$cgroot"}" \
         --duration "${SOAK_DURATION:-600}" ${SOAK_ONCE:+--once} \
         --faults "${SOAK_FAULTS:-commander-kill,compaction,growth,worker-kill,worker-stop,channel-garbage,reload,memory}" \
-        --commander-kills "${SOAK_COMMANDER_KILLS:-1}" --phase-timeout "${SOAK_PHASE_TIMEOUT:-60}" \
+        --commander-kills "${SOAK_COMMANDER_KILLS:-1}" --phase-timeout "${SOAK_PHASE_TIMEOUT:-90}" \
         --gap "${SOAK_GAP:-20}" --settle "${SOAK_SETTLE:-3}" --stop-seconds "${SOAK_STOP_SECONDS:-4}" \
         --warmup "${SOAK_WARMUP:-10}" --sample-every "${SOAK_SAMPLE:-10}" --users "${SOAK_USERS:-24}" \
         --h2-users "${SOAK_H2_USERS:-12}" --log-max-bytes "${SOAK_LOG_MAX:-67108864}" \

@@ -209,6 +209,8 @@ class LoadMixin:
                     continue
                 if st == 404:
                     self.users.lost(name, worker, last_ok, "the worker does not know the user", self.t0)
+                    if self.rng.random() < self.a.lost_leave:
+                        return  # as many would: the tab closed, the cookie left behind with the commander
                     cookie = ""
                     continue
                 d = json.loads(body)
