@@ -159,6 +159,7 @@ static int switch_user(Move *mv, usec_t now) {
 
 /* Quiesced, a re-point is done: there is no state to carry. */
 static void repoint(Move *mv, usec_t now) {
+        mv->repoint = true;
         if (switch_user(mv, now) < 0) {
                 abort_move(mv, false, "out of memory", now);
                 return;
@@ -341,6 +342,18 @@ static void on_package(Moves *m, unsigned worker, const ElasticPool__Package *p,
         if (!mv || mv->state != MOVE_SNAPSHOT || worker != mv->from) {
                 log_debug("Ignoring a stray package from w%u (move %llu)", worker,
                           (unsigned long long) (p->has_move_id ? p->move_id : 0));
+                return;
+        }
+        /* A user placed again after its worker died, who never came back, is in our table on A but not
+         * in A's: there is nothing to carry, and refusing would keep it on A, and A from draining, for ever */
+        if (p->has_unknown_user && p->unknown_user) {
+                log_struct(LOG_INFO,
+                           LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "move", .worker = (int) worker,
+                                      .user = mv->user->name),
+                           "w%u holds no state for user %s (lost with an earlier worker, or never made): "
+                           "re-pointing it to w%u (move %llu)",
+                           worker, mv->user->name, mv->to, (unsigned long long) mv->id);
+                repoint(mv, now);
                 return;
         }
         if (p->error || !p->has_blob) {

@@ -55,7 +55,7 @@ typedef struct MoveEnd {
         const char *user;    /* valid during the call only */
         unsigned from, to;
         bool switched;       /* the user lives on `to` now */
-        bool repointed;      /* switched without its state (A cannot snapshot users, or another format) */
+        bool repointed;      /* switched without state (A cannot snapshot users or holds none, or another format) */
         bool target_failed;  /* aborted for the target's sake (silent, refused, unreachable, gone) */
         uint64_t bytes;      /* package size; 0 for a re-point or before A answered */
         usec_t pause;        /* the user's requests were held from the flag to this end */

@@ -417,6 +417,9 @@ static int on_snapshot_request(ChannelClient *c, const ElasticPool__SnapshotRequ
                 r = cb.snapshot(userdata, m->user, &blob, &size);
                 if (r < 0)
                         describe_failure(error, sizeof error, "snapshot", m->user, r);
+                /* not an error of the move: the commander re-points a user this worker holds nothing for */
+                if (r == -ENOENT)
+                        p.has_unknown_user = p.unknown_user = true;
         }
         if (error[0])
                 p.error = error;

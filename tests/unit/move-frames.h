@@ -21,6 +21,12 @@ static inline void move_frame_package(Frame *f, ElasticPool__Package *p, uint64_
         f->body_case = ELASTIC_POOL__FRAME__BODY_PACKAGE, f->package = p;
 }
 
+/* The sensor's answer for a user its application does not know (snapshot -ENOENT). */
+static inline void move_frame_package_unknown(Frame *f, ElasticPool__Package *p, uint64_t move_id) {
+        move_frame_package(f, p, move_id, NULL, "user is not known to this worker");
+        p->has_unknown_user = p->unknown_user = true;
+}
+
 static inline void move_frame_install_result(Frame *f, ElasticPool__InstallResult *r, uint64_t move_id, bool ok,
                                              const char *error) {
         *r = (ElasticPool__InstallResult) ELASTIC_POOL__INSTALL_RESULT__INIT;

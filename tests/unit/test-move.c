@@ -453,6 +453,37 @@ static void test_move_abort_on_refusal(void **state) {
         }
 }
 
+/* A user placed again after its worker died, who then never came back, is on A in the commander's
+ * table but A holds nothing for it: A's "unknown user" answer re-points it to B (nothing to carry, no
+ * Install), instead of an abort that kept it on A and A from ever draining (found by the fault soak:
+ * a rolling reload retried two such users once a second for minutes). */
+static void test_move_unknown_user_repointed(void **state) {
+        SurfaceUser *u = user_on("olga", 1);
+        ElasticPool__Package p;
+        uint64_t id;
+        Frame f;
+
+        assert_int_equal(move_start(&moves, u, 2, "rolling reload", now), 0);
+        id = u->move->id;
+        assert_sent(0, 1, ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST, id, "olga");
+        held = 1;
+        now += USEC_PER_MSEC;
+        move_frame_package_unknown(&f, &p, id);
+        move_on_frame(&moves, 1, &f, now);
+        assert_null(u->move);
+        assert_null(moves.list);
+        assert_int_equal(u->worker, 2);
+        assert_int_equal(n_sent, 1); /* no Install to B, no Drop to A */
+        assert_int_equal(n_releases, 1);
+        assert_int_equal(releases[0].lives_on, 2);
+        assert_true(ended.switched && ended.repointed);
+        assert_int_equal(ended.from, 1);
+        assert_int_equal(ended.to, 2);
+        assert_string_equal(moves_recent(&moves, 0)->outcome, "re-pointed");
+        assert_int_equal(moves.repointed, 1);
+        assert_int_equal(moves.aborted, 0);
+}
+
 /* Answers that are not the move's next step change nothing. */
 static void test_move_stray_answers_ignored(void **state) {
         SurfaceUser *u = user_on("gina", 1);
@@ -622,6 +653,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_move_abort_on_timeout, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_move_worker_death, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_move_abort_on_refusal, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_move_unknown_user_repointed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_move_stray_answers_ignored, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_move_cancel, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_move_concurrent_and_done, setup, teardown),

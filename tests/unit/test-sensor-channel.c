@@ -251,7 +251,9 @@ static void test_sensor_dispatch_snapshot_request_answers_package(void **state) 
         assert_int_equal(p->package->blob.len, strlen("state-of-alice"));
         assert_memory_equal(p->package->blob.data, "state-of-alice", p->package->blob.len);
         assert_null(p->package->error);
+        assert_false(p->package->has_unknown_user);
 
+        /* a user the application does not know (-ENOENT) is said so apart: the commander re-points it */
         f = snapshot_request(&m, 42, "mallory");
         commander_send(&c, &f);
         q = commander_expect(&c, s, ELASTIC_POOL__FRAME__BODY_PACKAGE, TIMEOUT);
@@ -259,6 +261,7 @@ static void test_sensor_dispatch_snapshot_request_answers_package(void **state) 
         assert_false(q->package->has_blob);
         assert_non_null(q->package->error);
         assert_non_null(strstr(q->package->error, "not known"));
+        assert_true(q->package->has_unknown_user && q->package->unknown_user);
         commander_done(&c);
 }
 
