@@ -24,6 +24,7 @@
 # one commander lives long enough to judge its resources; 0: every cycle), SOAK_PHASE_TIMEOUT (90: growth
 # and compaction wait this long for max_workers / min_workers), SOAK_GAP (20), SOAK_SETTLE (3), SOAK_STOP_SECONDS (4),
 # SOAK_WARMUP (10), SOAK_SAMPLE (10), SOAK_USERS (24, HTTP/1.1), SOAK_H2_USERS (12), SOAK_MAX_WORKERS (4),
+# SOAK_LOST_LEAVE (0.5: the share of users lost with a killed worker that leave without logging out),
 # SOAK_PORT (18295), SOAK_RESULT=FILE (the summary as JSON), SOAK_LOG_MAX (64 MiB: the commander's log is
 # cut back past it), BENCH_KEEP=DIR (keep logs and configuration). Stops by itself; everything it started
 # is gone when it exits.
@@ -93,7 +94,7 @@ nice -n 5 "$py" "$top/bench/fault-soak.py" --port "$port" --launcher "$work/star
         --commander-kills "${SOAK_COMMANDER_KILLS:-1}" --phase-timeout "${SOAK_PHASE_TIMEOUT:-90}" \
         --gap "${SOAK_GAP:-20}" --settle "${SOAK_SETTLE:-3}" --stop-seconds "${SOAK_STOP_SECONDS:-4}" \
         --warmup "${SOAK_WARMUP:-10}" --sample-every "${SOAK_SAMPLE:-10}" --users "${SOAK_USERS:-24}" \
-        --h2-users "${SOAK_H2_USERS:-12}" --log-max-bytes "${SOAK_LOG_MAX:-67108864}" \
+        --h2-users "${SOAK_H2_USERS:-12}" --lost-leave "${SOAK_LOST_LEAVE:-0.5}" --log-max-bytes "${SOAK_LOG_MAX:-67108864}" \
         ${SOAK_RESULT:+--result "$SOAK_RESULT"} || rc=$?
 read -r m1 s1 <<<"$(machine_ticks)"; c1=$(cg_usec); t1=$(date +%s%N)
 wall=$(((t1 - t0) / 1000))
