@@ -73,11 +73,13 @@ int surface_user_place(Surface *s, const char *name, unsigned worker, usec_t now
                 r = user_new(s, name, now, &u);
                 if (r < 0)
                         return r;
+                u->last_seen = now;
         }
+        /* a move of a known user is no request of it: were it one, an abandoned user that drains and
+         * reliefs move now and then would never expire */
         s->version++;
         u->worker = worker;
         u->placed_at = now;
-        u->last_seen = MAX(u->last_seen, now);
         s->worker_users[worker]++;
         if (ret)
                 *ret = u;

@@ -24,7 +24,7 @@ typedef struct SurfaceUser {
         unsigned worker;      /* wN the user lives on */
         usec_t placed_at;
         usec_t logged_in_at;  /* its consumption is counted since */
-        usec_t last_seen;     /* its last request began (or it was placed): what expiry measures from */
+        usec_t last_seen;     /* its last request began (or it was first placed): what expiry measures from */
         usec_t move_not_before; /* a move of it failed: a drain leaves it be until then */
         uint64_t incarnation; /* > 0, unique among every user this surface ever had */
         uint64_t requests;    /* consumption since it logged in */

@@ -63,6 +63,9 @@ static void test_surface_user_place_new_and_replace(void **state) {
         assert_int_equal(surface_worker_users(&s, 1), 0);
         assert_int_equal(surface_worker_users(&s, 2), 1);
 
+        /* a move is no request: what user_expiry measures from stays at the login */
+        assert_true(a->last_seen == T0);
+
         /* re-placed on the same worker: counted once */
         place("alice", 2, T0 + 6);
         assert_int_equal(surface_worker_users(&s, 2), 1);
