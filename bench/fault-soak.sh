@@ -74,6 +74,10 @@ smoothing_rows = 3
 
 [frontend]
 listen = 127.0.0.1:$port
+# the users who leave without logging out leave the commander's table too (a user left is idle, the
+# others make a request every few seconds): over hours they would pile up, and the resource verdict
+# would measure them
+user_expiry = 30s
 CONF
 # the driver restarts the commander after killing it: the same command, in the same cgroup, the log
 # appended to (O_APPEND, so that the driver can cut it back while it runs)
@@ -94,7 +98,8 @@ nice -n 5 "$py" "$top/bench/fault-soak.py" --port "$port" --launcher "$work/star
         --commander-kills "${SOAK_COMMANDER_KILLS:-1}" --phase-timeout "${SOAK_PHASE_TIMEOUT:-90}" \
         --gap "${SOAK_GAP:-20}" --settle "${SOAK_SETTLE:-3}" --stop-seconds "${SOAK_STOP_SECONDS:-4}" \
         --warmup "${SOAK_WARMUP:-10}" --sample-every "${SOAK_SAMPLE:-10}" --users "${SOAK_USERS:-24}" \
-        --h2-users "${SOAK_H2_USERS:-12}" --lost-leave "${SOAK_LOST_LEAVE:-0.5}" --log-max-bytes "${SOAK_LOG_MAX:-67108864}" \
+        --h2-users "${SOAK_H2_USERS:-12}" --lost-leave "${SOAK_LOST_LEAVE:-0.5}" \
+        --log-max-bytes "${SOAK_LOG_MAX:-67108864}" \
         ${SOAK_RESULT:+--result "$SOAK_RESULT"} || rc=$?
 read -r m1 s1 <<<"$(machine_ticks)"; c1=$(cg_usec); t1=$(date +%s%N)
 wall=$(((t1 - t0) / 1000))

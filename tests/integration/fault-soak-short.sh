@@ -16,8 +16,8 @@ cgroup2_root >/dev/null || skip "no cgroup v2 hierarchy on this host"
 
 result=$EP_TMP/result.json
 rc=0
-SOAK_ONCE=1 SOAK_LOST_LEAVE=1 SOAK_GAP=3 SOAK_SETTLE=2 SOAK_WARMUP=8 SOAK_SAMPLE=2 SOAK_MAX_WORKERS=3 SOAK_PHASE_TIMEOUT=20 \
-        SOAK_PORT=$(free_port) SOAK_RESULT=$result \
+SOAK_ONCE=1 SOAK_LOST_LEAVE=1 SOAK_GAP=3 SOAK_SETTLE=2 SOAK_WARMUP=8 SOAK_SAMPLE=2 SOAK_MAX_WORKERS=3 \
+        SOAK_PHASE_TIMEOUT=20 SOAK_PORT=$(free_port) SOAK_RESULT=$result \
         "$EP_SOURCE_DIR/bench/fault-soak.sh" "$EP_BUILD_DIR" >"$EP_TMP/soak.log" 2>&1 || rc=$?
 grep -v '^sample' "$EP_TMP/soak.log" | sed 's/^/  /'
 ((rc == 0)) || fail "the soak exited with $rc"
