@@ -46,6 +46,7 @@ for b in "$commander" "$worker"; do [[ -x $b ]] || fail "no $b: build the tree f
 ! ss -Hltn "sport = :$port" | grep -q . || fail "port $port is taken (set SOAK_PORT)"
 
 . "$top/bench/bench-lib.sh"
+bench_setup
 
 conf=$work/pool.conf
 log=$work/commander.log
@@ -89,7 +90,7 @@ SH
 chmod +x "$work/start-commander"
 
 echo "# $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); build $build"
-read -r m0 s0 <<<"$(machine_ticks)"; c0=$(cg_usec); t0=$(date +%s%N)
+span=$(span_begin); c0=$(cg_usec)
 rc=0
 nice -n 5 "$py" "$top/bench/fault-soak.py" --port "$port" --launcher "$work/start-commander" --config "$conf" \
         --runtime-dir "$work/run" --log "$log" --max-workers "$max_workers" --cgroup-root "$cgroot" --pool-cgroup "${cg#"$cgroot"}/pool" --bench-cgroup "${cg#"$cgroot"}" \
@@ -101,9 +102,6 @@ nice -n 5 "$py" "$top/bench/fault-soak.py" --port "$port" --launcher "$work/star
         --h2-users "${SOAK_H2_USERS:-12}" --lost-leave "${SOAK_LOST_LEAVE:-0.5}" \
         --log-max-bytes "${SOAK_LOG_MAX:-67108864}" \
         ${SOAK_RESULT:+--result "$SOAK_RESULT"} || rc=$?
-read -r m1 s1 <<<"$(machine_ticks)"; c1=$(cg_usec); t1=$(date +%s%N)
-wall=$(((t1 - t0) / 1000))
-awk -v m=$((m1 - m0)) -v s=$((s1 - s0)) -v c=$((c1 - c0)) -v hz="$hz" -v w="$wall" 'BEGIN {
-        st = s / hz * 1e6 / w * 100; o = m / hz * 1e6 - c; if (o < 0) o = 0; o = o / w * 100
-        printf "# over the run: steal %.1f%%, other %.1f%% of one CPU%s\n", st, o, (st + o > 5 ? " !: disturbed" : "") }'
+read -r other steal mark _ <<<"$(span_end "$span" $(($(cg_usec) - c0)))"
+printf '# over the run: steal %s%%, other %s%% of one CPU%s\n' "$steal" "$other" "$([[ $mark == '!' ]] && echo ' !: disturbed')"
 exit $rc
