@@ -58,6 +58,10 @@ static int unpack(const uint8_t *data, size_t size, Frame **ret) {
 
 /* Nesting of our messages is two deep; anything deeper is not ours. */
 #define WALK_DEPTH_MAX 8
+/* Protobuf's largest field number. protobuf-c reads larger ones as unknown fields, but writes their key
+ * back as a 32-bit (number << 3) that wraps: such a frame, packed again (a report archived or relayed),
+ * would not decode. Found by fuzz/channel-frame's round trip. */
+#define FIELD_NUMBER_MAX ((UINT64_C(1) << 29) - 1)
 
 typedef struct Budget {
         size_t fields, unknown;
@@ -145,7 +149,7 @@ static int walk(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t
                 r = read_varint(&p, end, &key);
                 if (r < 0)
                         return r;
-                if ((key >> 3) == 0 || (key >> 3) > INT32_MAX)
+                if ((key >> 3) == 0 || (key >> 3) > FIELD_NUMBER_MAX)
                         return -EBADMSG;
                 f = protobuf_c_message_descriptor_get_field(desc, (unsigned) (key >> 3));
                 r = spend(f ? &b->fields : &b->unknown, 1);
@@ -267,11 +271,13 @@ static int begin_body(FrameDecoder *d, uint8_t tag) {
 static int decode(FrameDecoder *d, const uint8_t *data, size_t size, Frame **ret) {
         int r, body_case;
 
-        if (d->limits) {
+        if (d->limits)
                 r = frame_check_limits(d->limits, data, size, &body_case);
-                if (r < 0)
-                        return r;
-        }
+        else /* no budget, but the wire is checked all the same (field numbers, depth) */
+                r = walk(&elastic_pool__frame__descriptor, data, size, 0,
+                         &(Budget) { .fields = SIZE_MAX, .unknown = SIZE_MAX });
+        if (r < 0)
+                return r;
         return unpack(data, size, ret);
 }
 
