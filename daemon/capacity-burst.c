@@ -182,6 +182,8 @@ void capacity_burst_sample(Capacity *c, usec_t now) {
         if (c->burst.status == BURST_SUSTAINED || (c->burst.status == BURST_HELD && before.status != BURST_HELD) ||
             (before.status == BURST_HELD && c->burst.status != BURST_HELD))
                 capacity_check(c);
+        if (c->actions.burst_sampled)
+                c->actions.burst_sampled(now, c->actions.userdata);
 }
 
 static int on_burst_tick(sd_event_source *s, uint64_t usec, void *userdata) {

@@ -60,6 +60,9 @@ typedef struct CapacityActions {
          * journal). 0 when the drain began; -EAGAIN when it may not begin yet, the reason in why (a
          * back-off after a failed drain); -errno. NULL: such a worker waits (wait-moves). */
         int (*drain)(unsigned worker, const Decision *d, char *why, size_t why_size, void *userdata);
+        /* The burst path took a sample at now (every worker's track and the reading are new), after its
+         * own capacity check: a worker saturated for burst_window may hand users on (relief). NULL: none. */
+        void (*burst_sampled)(usec_t now, void *userdata);
         void *userdata;
 } CapacityActions;
 

@@ -639,6 +639,12 @@ static int drain(unsigned worker, const Decision *d, char *why, size_t why_size,
         return compaction_drain(&m->compaction, worker, d, why, why_size);
 }
 
+static void on_burst_sampled(usec_t now, void *userdata) {
+        Manager *m = userdata;
+
+        relief_burst_sampled(&m->relief, m->compaction.drain.worker != 0, now);
+}
+
 void manager_wire(Manager *m) {
         const CapacitySources sources = {
                 .worker_users = worker_users,
@@ -654,7 +660,7 @@ void manager_wire(Manager *m) {
                 .ended = move_ended,
                 .userdata = m,
         };
-        const CapacityActions actions = { .drain = drain, .userdata = m };
+        const CapacityActions actions = { .drain = drain, .burst_sampled = on_burst_sampled, .userdata = m };
 
         capacity_init(&m->capacity, &m->pool, &m->config, &sources);
         capacity_set_actions(&m->capacity, &actions);

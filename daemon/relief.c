@@ -90,9 +90,9 @@ static Step step_once(Relief *r, usec_t now) {
 
         if (rd->from == 0 || rd->moving)
                 return STEP_DONE;
-        if (rd->from_projected < threshold(r)) {
-                snprintf(why, sizeof why, "its projected occupancy %.3f is under admission_threshold",
-                         rd->from_projected);
+        if (rd->from_projected < rd->from_limit) {
+                snprintf(why, sizeof why, "its projected occupancy %.3f is under %s", rd->from_projected,
+                         rd->from_limit == threshold(r) ? "admission_threshold" : "reception_threshold");
                 round_end(r, why);
                 return STEP_DONE;
         }
@@ -104,7 +104,10 @@ static Step step_once(Relief *r, usec_t now) {
                 round_end(r, why);
                 return STEP_DONE;
         }
-        snprintf(why, sizeof why, "relief: w%u over admission_threshold", rd->from);
+        if (rd->burst)
+                snprintf(why, sizeof why, "relief (burst path): w%u saturated", rd->from);
+        else
+                snprintf(why, sizeof why, "relief: w%u over admission_threshold", rd->from);
         rd->moving = true;
         rd->move_id = 0;
         k = move_start_or_repoint(r->moves, u, rd->to, why, now);
@@ -131,33 +134,45 @@ static void step(Relief *r, usec_t now) {
         r->stepping = false;
 }
 
-static void round_begin(Relief *r, Worker *w, ReliefWorker *rw, usec_t now) {
+/* Begins a round from w, whose occupancy reads from_occupancy, to the worker admission picks, when that
+ * worker has room and a user of w fits there. Returns whether it began (the caller journals it, then
+ * steps). */
+static bool round_begin(Relief *r, Worker *w, ReliefWorker *rw, double from_occupancy, double from_limit,
+                        bool burst, usec_t now) {
         PolicyInput in;
         bool over = false;
-        char span[32];
-        int i;
-
         double share;
+        int i;
 
         capacity_policy_input(r->capacity, &in);
         i = policy_admit(&in, &r->capacity->policy, &over);
         if (i < 0 || over || in.workers[i].id == w->id)
-                return; /* nobody has room: growing the pool is scale-up's */
+                return false; /* nobody has room: growing the pool is scale-up's */
         /* a round that could move nobody is no round: it would only put the next one off by a period */
-        if (!heaviest_fitting(r, w->id, w->reading.occupancy.value, threshold(r) - in.workers[i].occupancy,
-                              now, &share))
-                return;
-        (void) format_timespan(span, sizeof span, now - rw->over_since);
-        /* the next round counts from readings taken after this one: its smoothed reading lags the moves */
-        rw->over_since = 0;
+        if (!heaviest_fitting(r, w->id, from_occupancy, threshold(r) - in.workers[i].occupancy, now, &share))
+                return false;
         rw->last_round = now;
         r->rounds++;
+        r->burst_rounds += burst;
         r->round = (ReliefRound) {
                 .from = w->id,
                 .to = in.workers[i].id,
-                .from_projected = w->reading.occupancy.value,
+                .burst = burst,
+                .from_projected = from_occupancy,
                 .to_projected = in.workers[i].occupancy,
+                .from_limit = from_limit,
         };
+        return true;
+}
+
+static void smoothed_round(Relief *r, Worker *w, ReliefWorker *rw, usec_t now) {
+        char span[32];
+
+        (void) format_timespan(span, sizeof span, now - rw->over_since);
+        if (!round_begin(r, w, rw, w->reading.occupancy.value, threshold(r), false, now))
+                return;
+        /* the next round counts from readings taken after this one: its smoothed reading lags the moves */
+        rw->over_since = 0;
         log_struct(LOG_INFO,
                    LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "relief", .worker = (int) w->id,
                               .has_occupancy = true, .occupancy = w->reading.occupancy.value),
@@ -186,7 +201,49 @@ void relief_report(Relief *r, Worker *w, bool draining, usec_t now) {
         if (relief_running(r) || draining || !over)
                 return;
         if (now - rw->over_since >= period(r) && (rw->last_round == 0 || now - rw->last_round >= period(r)))
-                round_begin(r, w, rw, now);
+                smoothed_round(r, w, rw, now);
+}
+
+bool relief_burst_due(const BurstTrack *t, const BurstParams *p, usec_t last_round, usec_t now) {
+        if (p->window == 0 || t->last == 0 || now < t->last || now - t->last > p->gap_max || t->late >= 0)
+                return false; /* off, or no current reading: missing is never saturated either */
+        if (t->over_since == 0 || now < t->over_since || now - t->over_since < p->window)
+                return false; /* not saturated, or a spike so far */
+        return last_round == 0 || now < last_round || now - last_round >= p->window;
+}
+
+/* w has been saturated on the burst path for burst_window: a round from it, its projection from 1.0. */
+static void burst_round(Relief *r, Worker *w, ReliefWorker *rw, usec_t now) {
+        bool reception = w == r->pool->reception;
+        double limit = reception ? r->capacity->policy.reception_threshold : threshold(r);
+        char span[32];
+
+        if (!round_begin(r, w, rw, 1.0, limit, true, now))
+                return;
+        log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "relief", .worker = (int) w->id),
+                   "Relief (burst path): w%u has had %u requests waiting for %s; moving its heaviest users to "
+                   "w%u (%.3f) until its projection is under %s=%.2f",
+                   w->id, w->burst.waiting, format_timespan(span, sizeof span, now - w->burst.over_since),
+                   r->round.to, r->round.to_projected,
+                   reception ? "reception_threshold" : "admission_threshold", limit);
+        step(r, now);
+}
+
+void relief_burst_sampled(Relief *r, bool draining, usec_t now) {
+        const Capacity *c = r->capacity;
+        Pool *p = r->pool;
+
+        if (!p->config->relief_moves || relief_running(r) || draining || c->burst.status == BURST_OFF)
+                return;
+        /* in spawn order: the reception, which keeps the users who logged in at once, first */
+        for (size_t i = 0; i < p->n_workers && !relief_running(r); i++) {
+                Worker *w = p->workers[i];
+
+                if (!worker_takes_users(w) || ID_ARRAY_ENSURE(r->workers, r->slots, w->id) < 0)
+                        continue;
+                if (relief_burst_due(&w->burst, &c->burst_params, r->workers[w->id].last_round, now))
+                        burst_round(r, w, &r->workers[w->id], now);
+        }
 }
 
 void relief_move_ended(Relief *r, const MoveEnd *e, usec_t now) {

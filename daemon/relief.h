@@ -9,6 +9,19 @@
  * that would take the target's projection to the threshold is not made. At most one round per worker
  * per smoothing period.
  *
+ * The burst path (burst.h) starts rounds sooner. Its per-worker streak shows a worker saturated within a
+ * quarter of a second, where the smoothed reading takes a smoothing period; and users who all logged in
+ * at once stay on the worker that took them, so the burst path's own test (EVERY worker saturated) never
+ * holds again once a new worker stands idle beside the hot one. So a worker whose waiting requests have
+ * stayed at or over burst_queue for burst_window (the reception too: it kept those users at login, before
+ * its reading showed anything), while admission has a worker with room that is not saturated itself,
+ * starts a burst round at once. Its projection starts from 1.0 (saturated: the smoothed reading lags)
+ * and the round ends under admission_threshold (reception_threshold for the reception, the occupancy
+ * under which it keeps users). Burst rounds of a worker are burst_window apart, so a worker still
+ * saturated hands users to the next worker as soon as it is routable; once every worker is saturated the
+ * burst path spawns another. A spike shorter than burst_window, or a streak whose signal is late or
+ * missing (missing is never zero), starts none.
+ *
  * It does not fight compaction: no round starts while a drain runs, and the manager lets no drain begin
  * while a round runs (compaction picks the least occupied worker, which is where a round moves users).
  * [policy] relief_moves = no turns it off. */
@@ -28,8 +41,10 @@ typedef struct ReliefWorker {
 
 typedef struct ReliefRound {
         unsigned from, to;     /* 0: no round */
+        bool burst;            /* begun by the burst path's streak, not the smoothed reading */
         double from_projected; /* occupancies as they will be once the moves made so far show */
         double to_projected;
+        double from_limit;     /* the round ends once from's projection is under it */
         bool moving;           /* a move of the round is under way */
         uint64_t move_id;      /* that move (0 until move_start returned: it may end inside) */
         unsigned moved;
@@ -45,6 +60,7 @@ typedef struct Relief {
         ReliefRound round;     /* one round at a time, across the pool */
         bool stepping;         /* inside a round's step: a move that ends at once does not recurse */
         uint64_t rounds, moved;
+        uint64_t burst_rounds; /* of rounds: those the burst path's streak began */
 } Relief;
 
 void relief_init(Relief *r, Pool *pool, Capacity *capacity, Surface *surface, Moves *moves);
@@ -54,6 +70,13 @@ void relief_done(Relief *r);
  * round begins when it has been for a smoothing period. draining: compaction drains a worker now (no
  * round begins). */
 void relief_report(Relief *r, Worker *w, bool draining, usec_t now);
+/* The burst path took a sample (capacity_burst_sample): a worker saturated on it for burst_window may
+ * begin a burst round. draining as for relief_report(). */
+void relief_burst_sampled(Relief *r, bool draining, usec_t now);
+/* Pure: whether a worker whose burst track is t may begin a burst round at now, its last round having
+ * begun at last_round (0: never). The path on, t sampled within gap_max and none of its signals late,
+ * saturated for burst_window without a break, and burst_window since its last round. */
+bool relief_burst_due(const BurstTrack *t, const BurstParams *p, usec_t last_round, usec_t now);
 /* A move ended (MoveHooks.ended): the round's next move, or its end. */
 void relief_move_ended(Relief *r, const MoveEnd *e, usec_t now);
 /* wN is gone: a round from or to it ends, and so does its record. */

@@ -143,10 +143,12 @@ static void write_relief(FILE *f, const Relief *r) {
         if (rd->from == 0)
                 fputs("null", f);
         else
-                fprintf(f, "{\"from\":\"w%u\",\"to\":\"w%u\",\"moved\":%u,\"from_projected\":%.4f,"
-                           "\"to_projected\":%.4f}",
-                        rd->from, rd->to, rd->moved, rd->from_projected, rd->to_projected);
-        fprintf(f, ",\"relief_rounds\":%llu,\"relief_moves\":%llu,", (unsigned long long) r->rounds,
+                fprintf(f, "{\"from\":\"w%u\",\"to\":\"w%u\",\"burst\":%s,\"moved\":%u,"
+                           "\"from_projected\":%.4f,\"to_projected\":%.4f}",
+                        rd->from, rd->to, rd->burst ? "true" : "false", rd->moved, rd->from_projected,
+                        rd->to_projected);
+        fprintf(f, ",\"relief_rounds\":%llu,\"relief_burst_rounds\":%llu,\"relief_moves\":%llu,",
+                (unsigned long long) r->rounds, (unsigned long long) r->burst_rounds,
                 (unsigned long long) r->moved);
 }
 

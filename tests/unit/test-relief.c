@@ -3,7 +3,10 @@
  * state, so every move is a re-point and ends at once): a worker over admission_threshold for a
  * smoothing period hands its heaviest users to the worker with room until its projection is under the
  * threshold, never taking the target to it, one round per period; and, with compaction, load that rises
- * and falls twice moves each user at most once per swing: relief and compaction never undo each other. */
+ * and falls twice moves each user at most once per swing: relief and compaction never undo each other.
+ * On the burst path (executor queues told by report rows, sampled every CAPACITY_BURST_INTERVAL): a
+ * worker saturated for burst_window beside one with room begins a round long before a smoothing period,
+ * again burst_window later towards a new worker; a spike, a late reading or the path off begins none. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -171,6 +174,170 @@ static void test_relief_and_compaction_take_turns(void **state) {
         }
 }
 
+/* ---- the burst path ---- */
+
+/* The gate, pure: one row per condition, at now = T0 + 60 s with burst_window 1.5 s, gap_max 750 ms. */
+static void test_relief_burst_due_table(void **state) {
+        const usec_t now = FIXTURE_T0 + 60 * USEC_PER_SEC, ms = USEC_PER_MSEC;
+        const BurstParams on = { .window = 1500 * ms, .queue = 8, .gap_max = 750 * ms };
+        const BurstParams off = { .window = 0, .queue = 8, .gap_max = 750 * ms };
+        const struct {
+                const char *name;
+                const BurstParams *p;
+                usec_t last, over_for; /* the last sample and the streak, before now (over_for 0: none) */
+                int late;
+                usec_t round_ago;      /* the worker's last round (0: never) */
+                bool due;
+        } rows[] = {
+                { "saturated for burst_window", &on, 0, 1500 * ms, -1, 0, true },
+                { "saturated longer, last round long ago", &on, 0, 9000 * ms, -1, 30000 * ms, true },
+                { "a spike so far", &on, 0, 1250 * ms, -1, 0, false },
+                { "not saturated", &on, 0, 0, -1, 0, false },
+                { "a signal late", &on, 0, 1500 * ms, BURST_EXECUTOR_QUEUE, 0, false },
+                { "the last sample too old", &on, 1000 * ms, 3000 * ms, -1, 0, false },
+                { "the gate: a round 1.25 s ago", &on, 0, 9000 * ms, -1, 1250 * ms, false },
+                { "the gate: a round burst_window ago", &on, 0, 9000 * ms, -1, 1500 * ms, true },
+                { "the path off", &off, 0, 9000 * ms, -1, 0, false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                BurstTrack t = BURST_TRACK_INIT;
+
+                t.last = now - rows[i].last;
+                t.over_since = rows[i].over_for > 0 ? now - rows[i].over_for : 0;
+                t.late = rows[i].late;
+                t.waiting = rows[i].over_for > 0 ? 12 : 0;
+                CHECK_EXPLAINED(relief_burst_due(&t, rows[i].p, rows[i].round_ago ? now - rows[i].round_ago : 0,
+                                                 now) == rows[i].due,
+                                "%s: due should be %d", rows[i].name, rows[i].due);
+        }
+        /* never sampled: nothing is known, nothing is due */
+        assert_false(relief_burst_due(&BURST_TRACK_INIT, &on, 0, now));
+}
+
+/* A report row on the grid: light CPU, the executor full while `queue` requests wait. */
+static void report_queue(Worker *wk, uint32_t queue) {
+        Row row = { .received = fixture_now, .seq = wk->window.total + 1, .has_cpu = true, .cpu = 0.1,
+                    .has_executor = true, .executor_busy = queue > 0 ? 1 : 0, .executor_total = 1,
+                    .has_executor_queue = true, .executor_queue = queue };
+
+        capacity_take_row(&m->capacity, wk, &row);
+}
+
+/* An early report: the executor queue only, off the grid (the sensor's crossing of burst_queue). */
+static void early_queue(Worker *wk, uint32_t queue) {
+        Row row = { .received = fixture_now, .early = true, .has_executor = true, .executor_busy = 1,
+                    .executor_total = 1, .has_executor_queue = true, .executor_queue = queue };
+
+        capacity_take_row(&m->capacity, wk, &row);
+}
+
+/* burst samples for span, one every CAPACITY_BURST_INTERVAL (the timer's work) */
+static void sample_for(usec_t span) {
+        for (usec_t t = 0; t < span; t += CAPACITY_BURST_INTERVAL) {
+                fixture_advance(CAPACITY_BURST_INTERVAL);
+                capacity_burst_sample(&m->capacity, fixture_now);
+        }
+}
+
+/* w1 (the reception) keeps 8 users who logged in at once, w2 beside it idle: a quiet smoothed past for
+ * both, then w1's executor queue at 12 (saturated), w2's at 0. */
+static void burst_pool(void) {
+        w[0] = fixture_add_worker(m, WORKER_ROUTABLE);
+        w[1] = fixture_add_worker(m, WORKER_ROUTABLE);
+        fixture_set_users(m, w[0], 8);
+        for (unsigned i = 0; i < m->config.smoothing_rows; i++) {
+                fixture_advance(m->config.occupancy_interval);
+                report_queue(w[0], 0);
+                report_queue(w[1], 0);
+        }
+        report_queue(w[0], 12);
+        report_queue(w[1], 0);
+}
+
+typedef enum BurstCase {
+        BURST_CASE_SUSTAINED, /* saturated past burst_window */
+        BURST_CASE_SPIKE,     /* saturated for 1 s, then calm */
+        BURST_CASE_LATE,      /* its reports stopped: the queue is late, not full */
+        BURST_CASE_OFF,       /* burst_window = 0 */
+} BurstCase;
+
+/* The table: what a burst of each kind on w1, beside w2 with room, does within burst_window + 1 s
+ * (about 1/12 of a smoothing period: the smoothed path alone begins nothing in that time). */
+static void test_relief_burst_rounds_table(void **state) {
+        const struct {
+                BurstCase kind;
+                uint64_t rounds;
+                unsigned left; /* users on w1 afterwards */
+        } rows[] = {
+                /* 1.0 - 5 x 1/8 < reception_threshold 0.5; w2 at 0.1 + 5/8 stays under 0.8 */
+                { BURST_CASE_SUSTAINED, 1, 3 },
+                { BURST_CASE_SPIKE, 0, 8 },
+                { BURST_CASE_LATE, 0, 8 },
+                { BURST_CASE_OFF, 0, 8 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                if (i > 0)
+                        teardown(state), setup(state);
+                burst_pool();
+                switch (rows[i].kind) {
+                case BURST_CASE_SUSTAINED:
+                        sample_for(m->config.burst_window + USEC_PER_SEC);
+                        break;
+                case BURST_CASE_SPIKE:
+                        sample_for(USEC_PER_SEC);
+                        early_queue(w[0], 2);
+                        sample_for(m->config.burst_window);
+                        break;
+                case BURST_CASE_LATE:
+                        /* past the stale horizon (stale_after x interval) without a report of w1 */
+                        fixture_advance(m->config.stale_after * m->config.occupancy_interval);
+                        report_queue(w[1], 0);
+                        sample_for(m->config.burst_window + USEC_PER_SEC);
+                        assert_int_equal(w[0]->burst.late, BURST_EXECUTOR_QUEUE);
+                        break;
+                case BURST_CASE_OFF:
+                        m->config.burst_window = 0;
+                        capacity_setup_parameters(&m->capacity);
+                        sample_for(m->config.occupancy_interval);
+                        break;
+                }
+                CHECK_EXPLAINED(m->relief.burst_rounds == rows[i].rounds &&
+                                        surface_worker_users(&m->surface, w[0]->id) == rows[i].left,
+                                "row %zu: %llu burst rounds, %u users left on w1", i,
+                                (unsigned long long) m->relief.burst_rounds,
+                                surface_worker_users(&m->surface, w[0]->id));
+                assert_int_equal(m->relief.rounds, m->relief.burst_rounds);
+        }
+}
+
+/* After a burst round, w1 (still saturated) and w2 (now saturated too) leave nobody with room; a worker
+ * that joins takes users from w1 once burst_window has passed since w1's last round, not a smoothing
+ * period. */
+static void test_relief_burst_gate_is_burst_window(void **state) {
+        usec_t first;
+
+        burst_pool();
+        sample_for(m->config.burst_window + CAPACITY_BURST_INTERVAL);
+        assert_int_equal(m->relief.burst_rounds, 1);
+        first = m->relief.workers[w[0]->id].last_round;
+        assert_int_equal(surface_worker_users(&m->surface, w[0]->id), 3);
+        early_queue(w[1], 12); /* its new users fill it */
+
+        w[2] = fixture_add_worker(m, WORKER_ROUTABLE);
+        while (fixture_now + CAPACITY_BURST_INTERVAL < first + m->config.burst_window)
+                sample_for(CAPACITY_BURST_INTERVAL);
+        assert_int_equal(m->relief.burst_rounds, 1);
+        sample_for(CAPACITY_BURST_INTERVAL);
+        assert_int_equal(m->relief.burst_rounds, 2);
+        /* 1.0 - 2 x 1/3 < 0.5: two of w1's three users go to w3, which has no reading yet (0.0) */
+        assert_int_equal(surface_worker_users(&m->surface, w[2]->id), 2);
+        assert_int_equal(surface_worker_users(&m->surface, w[0]->id), 1);
+        assert_int_equal(surface_worker_users(&m->surface, w[1]->id), 5);
+        assert_true(fixture_now - first < m->config.occupancy_interval * m->config.smoothing_rows);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_relief_moves_heaviest_users_to_room, setup, teardown),
@@ -178,6 +345,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_relief_passes_over_a_user_too_heavy, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_relief_off_by_configuration, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_relief_and_compaction_take_turns, setup, teardown),
+                cmocka_unit_test(test_relief_burst_due_table),
+                cmocka_unit_test_setup_teardown(test_relief_burst_rounds_table, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_relief_burst_gate_is_burst_window, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
