@@ -32,11 +32,26 @@ void relief_done(Relief *r) {
 
 static void round_end(Relief *r, const char *why) {
         ReliefRound *rd = &r->round;
+        char failed[32] = "";
 
+        if (rd->failed > 0)
+                snprintf(failed, sizeof failed, " (%u failed)", rd->failed);
         log_struct(LOG_INFO,
                    LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "relief", .worker = (int) rd->from),
-                   "Relief of w%u ends after %u moves to w%u: %s", rd->from, rd->moved, rd->to, why);
+                   "Relief of w%u ends after %u moves to w%u%s: %s", rd->from, rd->moved, rd->to, failed, why);
         *rd = (ReliefRound) {};
+        /* moves of the batch still under way finish on their own; the round no longer counts them */
+        r->n_batch = 0;
+}
+
+/* Removes move id from the batch; false when it is not there. */
+static bool batch_take(Relief *r, uint64_t id) {
+        for (unsigned i = 0; i < r->n_batch; i++)
+                if (r->batch[i] == id) {
+                        r->batch[i] = r->batch[--r->n_batch];
+                        return true;
+                }
+        return false;
 }
 
 /* A user's weight: its busy time per second since it logged in (its share of the worker's load). */
@@ -88,9 +103,11 @@ static Step step_once(Relief *r, usec_t now) {
         double share = 0;
         int k;
 
-        if (rd->from == 0 || rd->moving)
+        if (rd->from == 0 || rd->moving || r->n_batch >= RELIEF_BATCH_MAX)
                 return STEP_DONE;
         if (rd->from_projected < rd->from_limit) {
+                if (r->n_batch > 0)
+                        return STEP_DONE; /* the round ends with the last move of its batch */
                 snprintf(why, sizeof why, "its projected occupancy %.3f is under %s", rd->from_projected,
                          rd->from_limit == threshold(r) ? "admission_threshold" : "reception_threshold");
                 round_end(r, why);
@@ -98,6 +115,8 @@ static Step step_once(Relief *r, usec_t now) {
         }
         u = heaviest_fitting(r, rd->from, rd->from_projected, threshold(r) - rd->to_projected, now, &share);
         if (!u) {
+                if (r->n_batch > 0)
+                        return STEP_DONE;
                 snprintf(why, sizeof why,
                          "no user of it is left whose share keeps w%u (%.3f) under the threshold", rd->to,
                          rd->to_projected);
@@ -121,6 +140,12 @@ static Step step_once(Relief *r, usec_t now) {
         rd->to_projected += share;
         if (!rd->moving)
                 return STEP_CONTINUE;
+        if (rd->burst && u->move) {
+                /* a burst round does not wait for this move to start the next */
+                r->batch[r->n_batch++] = u->move->id;
+                rd->moving = false;
+                return STEP_CONTINUE;
+        }
         rd->move_id = u->move ? u->move->id : 0;
         return STEP_DONE;
 }
@@ -248,6 +273,16 @@ void relief_burst_sampled(Relief *r, bool draining, usec_t now) {
 
 void relief_move_ended(Relief *r, const MoveEnd *e, usec_t now) {
         ReliefRound *rd = &r->round;
+
+        if (rd->from != 0 && e->from == rd->from && batch_take(r, e->id)) {
+                if (e->switched) {
+                        rd->moved++;
+                        r->moved++;
+                } else
+                        rd->failed++;
+                step(r, now);
+                return;
+        }
 
         if (rd->from == 0 || !rd->moving || e->from != rd->from ||
             (rd->move_id != 0 && e->id != rd->move_id))

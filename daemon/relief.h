@@ -17,7 +17,7 @@
  * its reading showed anything), while admission has a worker with room that is not saturated itself,
  * starts a burst round at once. Its projection starts from 1.0 (saturated: the smoothed reading lags)
  * and the round ends under admission_threshold (reception_threshold for the reception, the occupancy
- * under which it keeps users). Burst rounds of a worker are burst_window apart, so a worker still
+ * under which it keeps users); its moves run side by side (RELIEF_BATCH_MAX). Burst rounds of a worker are burst_window apart, so a worker still
  * saturated hands users to the next worker as soon as it is routable; once every worker is saturated the
  * burst path spawns another. A spike shorter than burst_window, or a streak whose signal is late or
  * missing (missing is never zero), starts none.
@@ -45,10 +45,17 @@ typedef struct ReliefRound {
         double from_projected; /* occupancies as they will be once the moves made so far show */
         double to_projected;
         double from_limit;     /* the round ends once from's projection is under it */
-        bool moving;           /* a move of the round is under way */
+        bool moving;           /* a move of the round is being started, or (smoothed rounds) under way */
         uint64_t move_id;      /* that move (0 until move_start returned: it may end inside) */
         unsigned moved;
+        unsigned failed;       /* burst rounds: moves of the batch that ended without a switch */
 } ReliefRound;
+
+/* A burst round's moves run side by side, at most this many at once: each user waits for its open
+ * request to leave a queue burst_queue deep or more, and one after the other those waits add up to
+ * seconds (48 users on one executor: about 0.25 s each). The cap bounds what one round asks of a
+ * worker's channel at a time. */
+#define RELIEF_BATCH_MAX 32
 
 typedef struct Relief {
         Pool *pool;
@@ -58,6 +65,8 @@ typedef struct Relief {
         ReliefWorker *workers; /* by worker id */
         unsigned slots;
         ReliefRound round;     /* one round at a time, across the pool */
+        uint64_t batch[RELIEF_BATCH_MAX]; /* a burst round's moves under way, by move id */
+        unsigned n_batch;
         bool stepping;         /* inside a round's step: a move that ends at once does not recurse */
         uint64_t rounds, moved;
         uint64_t burst_rounds; /* of rounds: those the burst path's streak began */

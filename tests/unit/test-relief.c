@@ -19,10 +19,13 @@
 
 #include <cmocka.h>
 
+#include "frame.h"
 #include "macro.h"
 #include "manager-fixture.h"
 
 #define INTERVAL (5 * USEC_PER_SEC)
+#define MOVABLE ((1U << ELASTIC_POOL__CAPABILITY__CAPABILITY_SNAPSHOT_USERS) | \
+                 (1U << ELASTIC_POOL__CAPABILITY__CAPABILITY_INSTALL_USERS))
 
 static Manager *m;
 static Worker *w[5];
@@ -338,6 +341,42 @@ static void test_relief_burst_gate_is_burst_window(void **state) {
         assert_true(fixture_now - first < m->config.occupancy_interval * m->config.smoothing_rows);
 }
 
+/* Workers that keep user state: a burst round asks w1 for every package it needs at once, not one
+ * after the other, and ends with the last of them (one failing moves the others all the same). */
+static void test_relief_burst_moves_side_by_side(void **state) {
+        uint64_t ids[8];
+        unsigned n = 0;
+
+        burst_pool();
+        w[0]->capabilities = w[1]->capabilities = MOVABLE;
+        sample_for(m->config.burst_window + CAPACITY_BURST_INTERVAL);
+        assert_int_equal(m->relief.burst_rounds, 1);
+        /* 1.0 - 5 x 1/8 < reception_threshold: five snapshot requests, none answered yet */
+        while (fixture_frame_pending(w[0]) && n < ELEMENTSOF(ids)) {
+                Frame *f = fixture_read_frame(w[0], ELASTIC_POOL__FRAME__BODY_SNAPSHOT_REQUEST);
+
+                ids[n++] = f->snapshot_request->move_id;
+                frame_free(f);
+        }
+        assert_int_equal(n, 5);
+        assert_int_equal(m->relief.n_batch, 5);
+        assert_true(relief_running(&m->relief));
+        for (unsigned i = 0; i < n; i++) {
+                Frame *f;
+
+                fixture_package(w[0], ids[i], i == 0 ? NULL : "state", i == 0 ? "no such user" : NULL);
+                if (i == 0)
+                        continue;
+                f = fixture_read_frame(w[1], ELASTIC_POOL__FRAME__BODY_INSTALL);
+                frame_free(f);
+                fixture_install_result(w[1], ids[i], true, NULL);
+                assert_int_equal(relief_running(&m->relief), i < n - 1);
+        }
+        assert_int_equal(m->relief.moved, 4);
+        assert_int_equal(surface_worker_users(&m->surface, w[1]->id), 4);
+        assert_int_equal(m->relief.n_batch, 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_relief_moves_heaviest_users_to_room, setup, teardown),
@@ -348,6 +387,7 @@ int main(void) {
                 cmocka_unit_test(test_relief_burst_due_table),
                 cmocka_unit_test_setup_teardown(test_relief_burst_rounds_table, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_relief_burst_gate_is_burst_window, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_relief_burst_moves_side_by_side, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
