@@ -463,6 +463,8 @@ static void on_worker_routable(Worker *w, void *userdata) {
                 rollout_step(&m->rollout, now_usec(CLOCK_MONOTONIC));
                 capacity_check(&m->capacity);
                 compaction_step(&m->compaction, now_usec(CLOCK_MONOTONIC));
+                /* a saturated worker hands users to the newcomer now, not at the next burst sample */
+                relief_burst_check(&m->relief, m->compaction.drain.worker != 0, now_usec(CLOCK_MONOTONIC));
         }
         manager_write_status(m);
 }
@@ -642,7 +644,7 @@ static int drain(unsigned worker, const Decision *d, char *why, size_t why_size,
 static void on_burst_sampled(usec_t now, void *userdata) {
         Manager *m = userdata;
 
-        relief_burst_sampled(&m->relief, m->compaction.drain.worker != 0, now);
+        relief_burst_check(&m->relief, m->compaction.drain.worker != 0, now);
 }
 
 void manager_wire(Manager *m) {

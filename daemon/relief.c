@@ -254,7 +254,7 @@ static void burst_round(Relief *r, Worker *w, ReliefWorker *rw, usec_t now) {
         step(r, now);
 }
 
-void relief_burst_sampled(Relief *r, bool draining, usec_t now) {
+void relief_burst_check(Relief *r, bool draining, usec_t now) {
         const Capacity *c = r->capacity;
         Pool *p = r->pool;
 

@@ -79,9 +79,11 @@ void relief_done(Relief *r);
  * round begins when it has been for a smoothing period. draining: compaction drains a worker now (no
  * round begins). */
 void relief_report(Relief *r, Worker *w, bool draining, usec_t now);
-/* The burst path took a sample (capacity_burst_sample): a worker saturated on it for burst_window may
- * begin a burst round. draining as for relief_report(). */
-void relief_burst_sampled(Relief *r, bool draining, usec_t now);
+/* The burst path took a sample (capacity_burst_sample), or a worker became routable (room may have
+ * appeared: not waiting for the next sample saves up to CAPACITY_BURST_INTERVAL per worker the pool
+ * grows by): a worker saturated on the burst path's last sample for burst_window may begin a burst
+ * round. draining as for relief_report(). */
+void relief_burst_check(Relief *r, bool draining, usec_t now);
 /* Pure: whether a worker whose burst track is t may begin a burst round at now, its last round having
  * begun at last_round (0: never). The path on, t sampled within gap_max and none of its signals late,
  * saturated for burst_window without a break, and burst_window since its last round. */
