@@ -38,7 +38,8 @@ static void round_end(Relief *r, const char *why) {
                 snprintf(failed, sizeof failed, " (%u failed)", rd->failed);
         log_struct(LOG_INFO,
                    LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "relief", .worker = (int) rd->from),
-                   "Relief of w%u ends after %u moves to w%u%s: %s", rd->from, rd->moved, rd->to, failed, why);
+                   "Relief of w%u ends after %u moves to w%u%s: %s", rd->from, rd->moved, rd->to, failed,
+                   why);
         *rd = (ReliefRound) {};
         /* moves of the batch still under way finish on their own; the round no longer counts them */
         r->n_batch = 0;
@@ -109,7 +110,7 @@ static Step step_once(Relief *r, usec_t now) {
                 if (r->n_batch > 0)
                         return STEP_DONE; /* the round ends with the last move of its batch */
                 snprintf(why, sizeof why, "its projected occupancy %.3f is under %s", rd->from_projected,
-                         rd->from_limit == threshold(r) ? "admission_threshold" : "reception_threshold");
+                         rd->limit_name);
                 round_end(r, why);
                 return STEP_DONE;
         }
@@ -162,8 +163,9 @@ static void step(Relief *r, usec_t now) {
 /* Begins a round from w, whose occupancy reads from_occupancy, to the worker admission picks, when that
  * worker has room and a user of w fits there. Returns whether it began (the caller journals it, then
  * steps). */
-static bool round_begin(Relief *r, Worker *w, ReliefWorker *rw, double from_occupancy, double from_limit,
-                        bool burst, usec_t now) {
+static bool round_begin(Relief *r, Worker *w, ReliefWorker *rw, double from_occupancy, bool burst,
+                        usec_t now) {
+        bool reception = burst && w == r->pool->reception;
         PolicyInput in;
         bool over = false;
         double share;
@@ -185,7 +187,9 @@ static bool round_begin(Relief *r, Worker *w, ReliefWorker *rw, double from_occu
                 .burst = burst,
                 .from_projected = from_occupancy,
                 .to_projected = in.workers[i].occupancy,
-                .from_limit = from_limit,
+                /* the reception keeps users under reception_threshold: relieved, it is to be under it */
+                .from_limit = reception ? r->capacity->policy.reception_threshold : threshold(r),
+                .limit_name = reception ? "reception_threshold" : "admission_threshold",
         };
         return true;
 }
@@ -194,7 +198,7 @@ static void smoothed_round(Relief *r, Worker *w, ReliefWorker *rw, usec_t now) {
         char span[32];
 
         (void) format_timespan(span, sizeof span, now - rw->over_since);
-        if (!round_begin(r, w, rw, w->reading.occupancy.value, threshold(r), false, now))
+        if (!round_begin(r, w, rw, w->reading.occupancy.value, false, now))
                 return;
         /* the next round counts from readings taken after this one: its smoothed reading lags the moves */
         rw->over_since = 0;
@@ -239,18 +243,16 @@ bool relief_burst_due(const BurstTrack *t, const BurstParams *p, usec_t last_rou
 
 /* w has been saturated on the burst path for burst_window: a round from it, its projection from 1.0. */
 static void burst_round(Relief *r, Worker *w, ReliefWorker *rw, usec_t now) {
-        bool reception = w == r->pool->reception;
-        double limit = reception ? r->capacity->policy.reception_threshold : threshold(r);
         char span[32];
 
-        if (!round_begin(r, w, rw, 1.0, limit, true, now))
+        if (!round_begin(r, w, rw, 1.0, true, now))
                 return;
-        log_struct(LOG_INFO, LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "relief", .worker = (int) w->id),
-                   "Relief (burst path): w%u has had %u requests waiting for %s; moving its heaviest users to "
-                   "w%u (%.3f) until its projection is under %s=%.2f",
+        log_struct(LOG_INFO,
+                   LOG_FIELDS(.message_id = MESSAGE_ID_MOVE, .event = "relief", .worker = (int) w->id),
+                   "Relief (burst path): w%u has had %u requests waiting for %s; moving its heaviest users "
+                   "to w%u (%.3f) until its projection is under %s=%.2f",
                    w->id, w->burst.waiting, format_timespan(span, sizeof span, now - w->burst.over_since),
-                   r->round.to, r->round.to_projected,
-                   reception ? "reception_threshold" : "admission_threshold", limit);
+                   r->round.to, r->round.to_projected, r->round.limit_name, r->round.from_limit);
         step(r, now);
 }
 

@@ -17,10 +17,10 @@
  * its reading showed anything), while admission has a worker with room that is not saturated itself,
  * starts a burst round at once. Its projection starts from 1.0 (saturated: the smoothed reading lags)
  * and the round ends under admission_threshold (reception_threshold for the reception, the occupancy
- * under which it keeps users); its moves run side by side (RELIEF_BATCH_MAX). Burst rounds of a worker are burst_window apart, so a worker still
- * saturated hands users to the next worker as soon as it is routable; once every worker is saturated the
- * burst path spawns another. A spike shorter than burst_window, or a streak whose signal is late or
- * missing (missing is never zero), starts none.
+ * under which it keeps users); its moves run side by side (RELIEF_BATCH_MAX). Burst rounds of a worker
+ * are burst_window apart, so a worker still saturated hands users to the next worker as soon as it is
+ * routable; once every worker is saturated the burst path spawns another. A spike shorter than
+ * burst_window, or a streak whose signal is late or missing (missing is never zero), starts none.
  *
  * It does not fight compaction: no round starts while a drain runs, and the manager lets no drain begin
  * while a round runs (compaction picks the least occupied worker, which is where a round moves users).
@@ -45,6 +45,7 @@ typedef struct ReliefRound {
         double from_projected; /* occupancies as they will be once the moves made so far show */
         double to_projected;
         double from_limit;     /* the round ends once from's projection is under it */
+        const char *limit_name; /* "admission_threshold" or "reception_threshold" */
         bool moving;           /* a move of the round is being started, or (smoothed rounds) under way */
         uint64_t move_id;      /* that move (0 until move_start returned: it may end inside) */
         unsigned moved;

@@ -22,8 +22,8 @@ BOUND_S=25
 [[ ${EP_SANITIZE:-OFF} == ON ]] && BOUND_S=40
 
 fe_config "$DEMO_WORKER --threads 1" pool.min_workers=1 pool.max_workers=3 pool.hung_timeout=0 \
-        policy.occupancy_interval=1s policy.smoothing_rows=30 policy.burst_window=1500ms policy.burst_queue=8 \
-        policy.relief_moves=yes
+        policy.occupancy_interval=1s policy.smoothing_rows=30 policy.burst_window=1500ms \
+        policy.burst_queue=8 policy.relief_moves=yes
 fe_start
 wait_log 'Worker w1 is routable'
 
@@ -38,22 +38,23 @@ print(sum(w["users"] for w in json.load(open(sys.argv[1]))["workers"] if w["name
 }
 
 start=$SECONDS
-spawn_bg "$LOADGEN" --url "$EP_URL" --users 36 --profile constant --duration 60s --think 0 --mix 1:3 --cpu-ms 5 \
-        --max-errors 0 --max-sticky-errors 0 --max-lost 0 --user-prefix b --summary-file "$EP_TMP/load.summary" \
-        --quiet
+spawn_bg "$LOADGEN" --url "$EP_URL" --users 36 --profile constant --duration 60s --think 0 --mix 1:3 \
+        --cpu-ms 5 --max-errors 0 --max-sticky-errors 0 --max-lost 0 --user-prefix b \
+        --summary-file "$EP_TMP/load.summary" --quiet
 load=$EP_LAST_PID
 on_exit "kill -INT $load 2>/dev/null"
 
 diagnose() {
-        grep -E 'Relief|Scale-up|routable|Burst|burst held|Move [0-9]+ of user .* aborted|WARNING' "$EP_LOG" |
-                tail -n 30 | cut -c1-300 >&2
+        grep -E 'Relief|Scale-up|routable|Burst|burst held|Move [0-9]+ of user .* aborted|WARNING' \
+                "$EP_LOG" | tail -n 30 | cut -c1-300 >&2
 }
-EP_WAIT=$BOUND_S wait_log 'Worker w3 is routable' || { diagnose; fail "no 3rd worker within ${BOUND_S}s"; }
+EP_WAIT=$BOUND_S wait_for_line "$EP_LOG" "Worker w3 is routable" >/dev/null ||
+        { diagnose; fail "no 3rd worker within ${BOUND_S}s"; }
 note "w3 routable $((SECONDS - start))s after the load began"
 log_has 'Relief \(burst path\): w1 has had [0-9]+ requests waiting for' ||
         { diagnose; fail "w3 came without a burst relief round from w1"; }
-grep -E 'Relief \(burst path\)|Relief of w[0-9]+ ends|Scale-up \(burst path\)|Worker w[23] is routable' "$EP_LOG" |
-        cut -c1-220 | sed 's/^/# /'
+rounds='Relief \(burst path\)|Relief of w[0-9]+ ends|Scale-up \(burst path\)|Worker w[23] is routable'
+grep -E "$rounds" "$EP_LOG" | cut -c1-220 | sed 's/^/# /'
 # w3 takes users: relief hands it some of the saturated workers' (or placement new ones)
 w3_serves() { (($(users_on w3) > 0)); }
 EP_WAIT=20 wait_until w3_serves ||
@@ -64,7 +65,8 @@ relief_burst=$(status_get '["relief_burst_rounds"]')
 note "users: w1 $(users_on w1), w2 $(users_on w2), w3 $(users_on w3); $relief_burst burst relief rounds"
 
 aborted=$(grep -cE 'Move [0-9]+ of user .* aborted' "$EP_LOG" || true)
-((aborted == 0)) || fail "$aborted moves aborted: $(grep -m3 -E 'Move [0-9]+ of user .* aborted' "$EP_LOG" | cut -c1-300)"
+((aborted == 0)) ||
+        fail "$aborted moves aborted: $(grep -m3 -E 'Move [0-9]+ of user .* aborted' "$EP_LOG" | cut -c1-300)"
 kill -INT "$load"
 wait "$load" || fail "the load failed: $(cat "$EP_TMP/load.summary")"
 note "load: $(head -n1 "$EP_TMP/load.summary")"

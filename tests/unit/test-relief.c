@@ -204,14 +204,14 @@ static void test_relief_burst_due_table(void **state) {
         };
 
         for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                usec_t round = rows[i].round_ago ? now - rows[i].round_ago : 0;
                 BurstTrack t = BURST_TRACK_INIT;
 
                 t.last = now - rows[i].last;
                 t.over_since = rows[i].over_for > 0 ? now - rows[i].over_for : 0;
                 t.late = rows[i].late;
                 t.waiting = rows[i].over_for > 0 ? 12 : 0;
-                CHECK_EXPLAINED(relief_burst_due(&t, rows[i].p, rows[i].round_ago ? now - rows[i].round_ago : 0,
-                                                 now) == rows[i].due,
+                CHECK_EXPLAINED(relief_burst_due(&t, rows[i].p, round, now) == rows[i].due,
                                 "%s: due should be %d", rows[i].name, rows[i].due);
         }
         /* never sampled: nothing is known, nothing is due */
