@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,6 +90,23 @@ static int load_config(Manager *m, const ManagerOptions *o) {
         if (r < 0)
                 return log_error_errno(r, "Invalid configuration: %s", error ? error : "out of memory");
         return 0;
+}
+
+/* What the configuration can ask of the descriptor limit, roughly: a pidfd and a channel per worker, a client
+ * connection each up to max_connections (a worker connection waits on one), and room for the rest
+ * (listeners, journal, timers). Said once per load, so that a pool that will run short is named before it
+ * does, not found from paused accepts and failed spawns. Unbounded max_workers counts none. */
+static void check_nofile(const Config *c) {
+        uint64_t need = 2 * (uint64_t) c->max_workers + (c->listen[0] ? c->max_connections : 0) + 64;
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || need <= rl.rlim_cur)
+                return;
+        log_warning("The descriptor limit (%llu) is short of what max_workers=%u and max_connections=%u can "
+                    "need (about %llu: two per worker, one per client connection, 64 more); past it, "
+                    "accepting pauses and spawns fail. Raise LimitNOFILE= (the hard limit).",
+                    (unsigned long long) rl.rlim_cur, c->max_workers, c->max_connections,
+                    (unsigned long long) need);
 }
 
 static void on_frontend_drained(void *userdata) {
@@ -181,6 +199,7 @@ int manager_reload(Manager *m, char **ret_error) {
                 m->reload_error = strdup(error ? error : strerror(-r));
         } else {
                 apply_config(m, &old);
+                check_nofile(&m->config);
                 m->reload_error = mfree(m->reload_error);
                 log_struct(LOG_NOTICE, LOG_FIELDS(.message_id = MESSAGE_ID_RELOAD, .event = "reload"),
                            "Reloaded the configuration from %s", m->config.path);
@@ -292,6 +311,7 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
         r = load_config(m, o);
         if (r < 0)
                 return r;
+        check_nofile(&m->config);
 
         r = manager_runtime_dir(m->group, o->runtime_dir, &m->runtime_dir);
         if (r == -ENXIO)
