@@ -223,7 +223,7 @@ for r in $(seq "$rounds"); do
         read -r e ef <<<"${results[ep,$r]}"
         read -r u uf <<<"${results[uw,$r]}"
         if [[ -z ${ef:-} && -z ${uf:-} && $e != - && $u != - ]]; then
-                echo "# round $r: 2nd worker elastic-pool / uwsgi = $(awk -v a="$e" -v b="$u" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }') ($e s / $u s)"
+                echo "# round $r: 2nd worker elastic-pool / uwsgi = $(awk -v a="$e" -v b="$u" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }') ($e s / $u s)"
         else
                 echo "# round $r: no ratio (a row disturbed or a worker missing)"
         fi
