@@ -228,6 +228,9 @@ static void write_moves(Exposition *e) {
         if (e->v->relief) {
                 family(e, "relief_rounds_total", "counter", "Relief rounds begun.");
                 sample_u64(e, "relief_rounds_total", "", e->v->relief->rounds);
+                family(e, "relief_burst_rounds_total", "counter",
+                       "Relief rounds the burst path began (a worker saturated for burst_window).");
+                sample_u64(e, "relief_burst_rounds_total", "", e->v->relief->burst_rounds);
         }
 }
 

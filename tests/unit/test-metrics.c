@@ -160,6 +160,8 @@ static void test_metrics_write_values(void **state) {
         _cleanup_free_ char *text = NULL;
 
         three_workers();
+        m->relief.rounds = 3;
+        m->relief.burst_rounds = 2;
         text = metrics();
         ASSERT_LINE(text, "elastic_pool_workers{group=\"test\",state=\"routable\"} 2");
         ASSERT_LINE(text, "elastic_pool_workers{group=\"test\",state=\"starting\"} 1");
@@ -195,6 +197,8 @@ static void test_metrics_write_values(void **state) {
         ASSERT_LINE(text, "elastic_pool_spawns_total{group=\"test\",cause=\"floor\"} 0");
         ASSERT_LINE(text, "elastic_pool_deaths_total{group=\"test\",cause=\"oom\"} 0");
         ASSERT_LINE(text, "elastic_pool_moves_total{group=\"test\",outcome=\"aborted\"} 0");
+        ASSERT_LINE(text, "elastic_pool_relief_rounds_total{group=\"test\"} 3");
+        ASSERT_LINE(text, "elastic_pool_relief_burst_rounds_total{group=\"test\"} 2");
         ASSERT_LINE(text, "elastic_pool_worker_drift{group=\"test\",worker=\"w1\",register=\"users\"} 0");
         ASSERT_LINE(text, "elastic_pool_worker_unhealthy{group=\"test\",worker=\"w1\"} 0");
         ASSERT_LINE(text, "elastic_pool_worker_unhealthy{group=\"test\",worker=\"w2\"} 1");
