@@ -623,8 +623,11 @@ static void test_spawn_worker_nofile_soft(void **state) {
         siginfo_t si;
 
         assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
-        if (rl.rlim_cur <= 256)
+        if (rl.rlim_cur <= 256) {
+                print_message("skipped: the soft descriptor limit (%llu) leaves no room to lower it for the "
+                              "worker\n", (unsigned long long) rl.rlim_cur);
                 skip();
+        }
         out = run_with(&req, argv, NULL, &si);
         assert_exited(&si, 0);
         assert_string_equal(out, "256\n");
