@@ -79,7 +79,7 @@ class Ledger:
 
 class Users:
     """Lost users: a /state that says the worker does not know the user, or a counter that restarted.
-    Expected when the user's last worker was killed by the soak after its last good check."""
+    Expected when the user's last worker was killed by the soak after its last good check was sent."""
 
     def __init__(self):
         self.killed = {}            # worker number -> when the soak killed it
@@ -189,12 +189,13 @@ class LoadMixin:
             if self.stopping:
                 return
             if not cookie:
+                sent = now()
                 st, hdrs, body, err = await t.request("GET", f"/login?user={name}", "", None, "login")
                 if err or st != 200:
                     await asyncio.sleep(0.2)
                     continue
                 cookie = "; ".join(c.split(";", 1)[0] for c in hdrs.get("set-cookie", []))
-                counter, ambiguous, last_ok = 0, 0, now()
+                counter, ambiguous, last_ok = 0, 0, sent
                 continue
             if i == length:
                 await t.request("GET", "/logout", cookie, None, "logout")
@@ -202,6 +203,9 @@ class LoadMixin:
             await asyncio.sleep(self.think())
             what = self.choose()
             if what == "state":
+                # A good answer proves the state lived until the request was sent, no later: the answer
+                # may sit in the socket while the soak kills the worker that wrote it.
+                sent = now()
                 st, hdrs, body, err = await t.request("GET", "/state", cookie, None, "state",
                                                       check=lambda st, b: st == 200)
                 if err:
@@ -223,7 +227,7 @@ class LoadMixin:
                         self.users.sticky += 1
                         self.users.unexpected.append(f"{now() - self.t0:8.1f}s user {name}: counter {n} after "
                                                      f"{counter} (+{ambiguous} unanswered)")
-                counter, ambiguous, last_ok = n, 0, now()
+                counter, ambiguous, last_ok = n, 0, sent
             elif what == "upload":
                 size = self.rng.choice((4096, 65536, 262144, 1 << 20))
                 await t.request("POST", "/work?cpu_ms=1", cookie, size, "upload",
