@@ -26,8 +26,10 @@
 #     loop, like the commander's one sd-event loop: nginx worker_processes 1, HAProxy nbthread 1, nghttpx
 #     --single-thread); the load generator and the worker share CPU 1. The
 #     "direct" row is wrk against a second demo worker on TCP with the same CPU 1 layout and no proxy:
-#     the ceiling of the CPU-1 side. "nginx-auto" is nginx with worker_processes auto, unpinned (both
-#     cores): for reference, never counted as the best peer.
+#     the ceiling of the CPU-1 side. "nginx-auto" is nginx with worker_processes auto and "haproxy-2t"
+#     HAProxy with nbthread 2, both unpinned (both cores): never counted as the best peer, but compared
+#     with elastic-pool's one loop for req/s on 2 cores (the question behind a [frontend] threads option:
+#     does a second loop pay on this machine, where the load generator and the worker need CPU too?).
 #   * cpu us/req: utime + stime of every process of the proxy (/proc/PID/stat), read right before and
 #     after the measured run, over the requests completed in it; "worker" is the same for the worker
 #     and "load" for wrk/h2load. "other%" is CPU time that processes outside the benchmark took during
@@ -40,8 +42,8 @@
 #     the median over the rounds where elastic-pool's row and at least one peer's were quiet.
 #
 # Environment: BENCH_DURATION (10 s), BENCH_WARMUP (2 s), BENCH_ROUNDS (1; rounds run interleaved), BENCH_CONNS (64, wrk), BENCH_THREADS (2), BENCH_H2_CLIENTS
-# (16) x BENCH_H2_STREAMS (4) for h2load, BENCH_WORKERS (1), BENCH_PIN (1), BENCH_NGINX_AUTO (1),
-# BENCH_PORT_BASE (18180; ten ports from it), BENCH_DISTURBED (5: other% + steal% over it marks a row), BENCH_KEEP=DIR (keep logs and configurations),
+# (16) x BENCH_H2_STREAMS (4) for h2load, BENCH_WORKERS (1), BENCH_PIN (1), BENCH_NGINX_AUTO (1), BENCH_HAPROXY_2T (1),
+# BENCH_PORT_BASE (18180; twelve ports from it), BENCH_DISTURBED (5: other% + steal% over it marks a row), BENCH_KEEP=DIR (keep logs and configurations),
 # BENCH_BASELINE=BUILD_DIR: a second commander, of that build, measured in every round beside this one
 # ("elastic-pool@base", its own worker of this build's demo worker binary, the same CPUs), with the CPU
 # per request of the two compared round by round (same-round pairs) and as a median of those ratios.
@@ -54,6 +56,7 @@ threads=${BENCH_THREADS:-2}
 h2_clients=${BENCH_H2_CLIENTS:-16}
 h2_streams=${BENCH_H2_STREAMS:-4}
 nginx_auto=${BENCH_NGINX_AUTO:-1}
+haproxy_2t=${BENCH_HAPROXY_2T:-1}
 # shellcheck source=bench/proxy-lib.sh
 . "$(dirname "$0")/proxy-lib.sh"
 bench_build "${1:-}"
@@ -66,6 +69,11 @@ if [[ $nginx_auto == 1 ]]; then
         ngxa_pid=$ngx_pid
 fi
 start_haproxy "$port_hap_h1" "$port_hap_h2"
+hap1_pid=$hap_pid
+if [[ $haproxy_2t == 1 ]]; then
+        start_haproxy "$port_hap2_h1" "$port_hap2_h2" haproxy-2t 2 float
+        hap2_pid=$hap_pid
+fi
 start_nghttpx "$port_ngh"
 start_direct
 baseline=${BENCH_BASELINE:-}
@@ -74,10 +82,11 @@ baseline=${BENCH_BASELINE:-}
 names=(elastic-pool nginx haproxy nghttpx)
 peers=(nginx haproxy nghttpx) # the single-loop peers the ratios compare with
 declare -A port_h1=([elastic-pool]=$port_ep [nginx]=$port_ngx_h1 [haproxy]=$port_hap_h1 [nghttpx]=$port_ngh
-        [nginx-auto]=$port_ngxa_h1)
+        [nginx-auto]=$port_ngxa_h1 [haproxy-2t]=$port_hap2_h1)
 declare -A port_h2=([elastic-pool]=$port_ep [nginx]=$port_ngx_h2 [haproxy]=$port_hap_h2 [nghttpx]=$port_ngh
-        [nginx-auto]=$port_ngxa_h2)
+        [nginx-auto]=$port_ngxa_h2 [haproxy-2t]=$port_hap2_h2)
 ((nginx_auto)) && names+=(nginx-auto)
+((haproxy_2t)) && names+=(haproxy-2t)
 declare -A wpids
 for name in "${names[@]}"; do wpids[$name]="${worker_pids[*]}"; done
 if [[ -n $baseline ]]; then
@@ -91,9 +100,10 @@ for name in "${names[@]}"; do
 done
 check_get "$port_direct"
 # nginx forks its workers after it listens: read its process tree only now that it has answered.
-declare -A ppids=([elastic-pool]=$ep_pid [nginx]="$(proc_tree "$ngx1_pid")" [haproxy]=$hap_pid
+declare -A ppids=([elastic-pool]=$ep_pid [nginx]="$(proc_tree "$ngx1_pid")" [haproxy]=$hap1_pid
         [nghttpx]="$(proc_tree "$ngh_pid")")
 ((nginx_auto)) && ppids[nginx-auto]="$(proc_tree "$ngxa_pid")"
+((haproxy_2t)) && ppids[haproxy-2t]=$hap2_pid
 [[ -n $baseline ]] && ppids[elastic-pool@base]=$base_pid
 declare -A res
 
@@ -190,7 +200,7 @@ echo "# elastic-pool $(git -C "$bench_top" rev-parse --short HEAD 2>/dev/null ||
 echo "# behind every proxy: the same demo worker $sock (--threads 2), elastic-pool's reception, which"
 echo "#   takes all logged-out traffic ($n_workers worker(s) spawned); keep-alive HTTP/1.1 upstream over that Unix socket"
 if [[ $pin == 1 ]]; then
-        echo "# CPUs: proxy alone on CPU 0; load generator and worker on CPU 1 (taskset); nginx-auto unpinned"
+        echo "# CPUs: proxy alone on CPU 0; load generator and worker on CPU 1 (taskset); nginx-auto and haproxy-2t unpinned"
 else
         echo "# CPUs: nothing pinned (BENCH_PIN=0)"
 fi
@@ -265,6 +275,33 @@ for proto in h1 h2; do
                 fi
         done
 done
+
+multi=()
+((nginx_auto)) && multi+=(nginx-auto)
+((haproxy_2t)) && multi+=(haproxy-2t)
+if ((${#multi[@]} > 0)); then
+        echo
+        echo "# req/s on 2 cores: elastic-pool's one loop (pinned to CPU 0) / ${multi[*]} (unpinned) of the same"
+        echo "#   round; above 1.00x a second front-end loop has nothing to win here (the worker and the load"
+        echo "#   generator need the other CPU)"
+        for proto in h1 h2; do
+                for name in "${multi[@]}"; do
+                        paste -d' ' <(printf '%s' "${res[elastic-pool/$proto]}") <(printf '%s' "${res[$name/$proto]}") |
+                                awk -v proto="$proto" -v name="$name" -v limit="$BENCH_DISTURBED" '{
+                                        d = ($9 + $10 > limit || $21 + $22 > limit)
+                                        printf "%.4f %s %-3s round %d: req/s %d / %s %d = %.2fx%s\n", $1 / $13, d ? "!" : "-",
+                                                proto, NR, $1, name, $13, $1 / $13, d ? "   ! disturbed" : "" }' >"$work/multi-$name-$proto"
+                        cut -d' ' -f3- "$work/multi-$name-$proto"
+                        read -r m n am an < <(cut -d' ' -f1-2 "$work/multi-$name-$proto" | pairs_median)
+                        if ((n > 0)); then
+                                printf '%-3s / %-10s median of %d undisturbed round(s): %.2fx\n' "$proto" "$name" "$n" "$m"
+                        else
+                                printf '%-3s / %-10s no undisturbed round; median of all %d: %.2fx (disturbed, rerun)\n' \
+                                        "$proto" "$name" "$an" "$am"
+                        fi
+                done
+        done
+fi
 
 if [[ -n $baseline ]]; then
         echo

@@ -54,7 +54,8 @@ port_ngxa_h1=$((port_base + 5)) port_ngxa_h2=$((port_base + 6))
 port_direct=$((port_base + 7))
 port_base_ep=$((port_base + 8))
 port_ngh=$((port_base + 9)) # nghttpx: HTTP/1.1 and h2c (prior knowledge) on one cleartext port
-for p in $(seq "$port_base" $((port_base + 9))); do
+port_hap2_h1=$((port_base + 10)) port_hap2_h2=$((port_base + 11)) # HAProxy nbthread 2 (proxy-compare.sh)
+for p in $(seq "$port_base" $((port_base + 11))); do
         ! ss -Hltn "sport = :$p" | grep -q . || bench_fail "port $p is taken (set BENCH_PORT_BASE)"
 done
 
@@ -230,11 +231,14 @@ EOF
         wait_for 10 listening "$4" || { cat "$dir/error.log" "$dir.out" >&2; bench_fail "nginx ($name) did not start"; }
 }
 
-# start_haproxy H1_PORT H2_PORT: sets hap_pid.
+# start_haproxy H1_PORT H2_PORT [NAME [NBTHREAD [pin|float]]]: NAME (haproxy) names its files in $work;
+# NBTHREAD 1 by default; sets hap_pid.
 start_haproxy() {
-        cat >"$work/haproxy.cfg" <<EOF
+        local name=${3:-haproxy} cpu=("${on_proxy[@]}")
+        [[ ${5:-pin} == pin ]] || cpu=()
+        cat >"$work/$name.cfg" <<EOF
 global
-        nbthread 1
+        nbthread ${4:-1}
         maxconn 4096
 defaults
         mode http
@@ -254,9 +258,9 @@ frontend fe
 backend workers
         server w unix@$sock
 EOF
-        bg "$work/haproxy.out" "${on_proxy[@]}" haproxy -db -f "$work/haproxy.cfg"
+        bg "$work/$name.out" "${cpu[@]}" haproxy -db -f "$work/$name.cfg"
         hap_pid=$last_pid
-        wait_for 10 listening "$2" || { cat "$work/haproxy.out" >&2; bench_fail "HAProxy did not start"; }
+        wait_for 10 listening "$2" || { cat "$work/$name.out" >&2; bench_fail "HAProxy ($name) did not start"; }
 }
 
 # start_nghttpx PORT: nghttpx (nghttp2-proxy) in front of the same worker socket, one event loop
