@@ -136,7 +136,8 @@ struct Exchange {
         bool via_tls_proxy;        /* trusted X-Forwarded-Proto: https */
         bool peer_trusted;         /* the peer is in trusted_proxies: its Forwarded goes on to the worker */
         char id[33];               /* X-Request-Id: kept from a trusted/valid client value or generated */
-        char key[20];              /* unique key of the open-requests dict (client ids may repeat) */
+        Exchange *open_prev, *open_next; /* the front end's open requests (open-requests.h) */
+        bool open;
         usec_t started;
 
         ExchangeState state;

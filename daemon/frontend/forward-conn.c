@@ -292,7 +292,8 @@ void forward_conn_stop_retain(Connection *c) {
 }
 
 /* A send that takes less than offered leaves the socket full (a stream socket takes what fits): no more
- * tries until EPOLLOUT says there is room. */
+ * tries until EPOLLOUT says there is room. One buffer (a request head, mostly) goes with send(): sendmsg()
+ * costs the kernel a copy of the message header and of the vector on top. */
 static int conn_send(Connection *c, struct iovec *iov, size_t n_iov, size_t *ret_sent) {
         struct msghdr mh = { .msg_iov = iov, .msg_iovlen = n_iov };
         size_t total = 0;
@@ -300,7 +301,8 @@ static int conn_send(Connection *c, struct iovec *iov, size_t n_iov, size_t *ret
         for (size_t i = 0; i < n_iov; i++)
                 total += iov[i].iov_len;
         for (;;) {
-                ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+                ssize_t k = n_iov == 1 ? send(c->fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT)
+                                       : sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
                 if (k >= 0) {
                         *ret_sent = (size_t) k;
                         c->write_blocked = (size_t) k < total;

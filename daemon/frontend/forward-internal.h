@@ -256,11 +256,7 @@ static inline const char *forward_errstr(int e) {
 }
 
 static inline usec_t forward_pool_now(ForwardPool *p) {
-        usec_t t;
-
-        if (sd_event_now(p->event, CLOCK_MONOTONIC, &t) < 0)
-                t = now_usec(CLOCK_MONOTONIC);
-        return t;
+        return io_batch_now(p->batch);
 }
 
 /* Health's counters, nothing else reads them: the worker answered (a response head), or left c's

@@ -113,11 +113,7 @@ int frontend_trim_start(Frontend *fe);
 
 /* The loop's time of this iteration: what exchanges are stamped with, without a clock read per call. */
 static inline usec_t frontend_now(const Frontend *fe) {
-        usec_t t;
-
-        if (!fe->event || sd_event_now(fe->event, CLOCK_MONOTONIC, &t) < 0)
-                return now_usec(CLOCK_MONOTONIC);
-        return t;
+        return io_batch_now(fe->batch);
 }
 
 /* The forward pool of wN; NULL when it has none (not routable, or gone). */

@@ -58,11 +58,7 @@ static const FrontendConnectionOps h1_connection_ops;
 /* ---- time, logging ------------------------------------------------------------------------------ */
 
 usec_t h1_now(H1Connection *c) {
-        usec_t now;
-
-        if (sd_event_now(frontend_event(c->fe), CLOCK_MONOTONIC, &now) < 0)
-                return now_usec(CLOCK_MONOTONIC);
-        return now;
+        return io_batch_now(frontend_io_batch(c->fe));
 }
 
 /* min_body_rate is judged per window of header_timeout, from the body's start or the end of our pause. */

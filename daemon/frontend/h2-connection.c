@@ -46,11 +46,7 @@ static _Thread_local unsigned n_wbuf_pool;
 static void conn_settle(H2Connection *c);
 
 usec_t h2_now(H2Connection *c) {
-        usec_t t;
-
-        if (sd_event_now(c->event, CLOCK_MONOTONIC, &t) < 0)
-                return now_usec(CLOCK_MONOTONIC);
-        return t;
+        return io_batch_now(frontend_io_batch(c->frontend));
 }
 
 void h2_schedule_flush(H2Connection *c) {

@@ -15,6 +15,7 @@
 #include "cleanup.h"
 #include "log.h"
 #include "macro.h"
+#include "time-util.h"
 
 struct IoSource {
         IoBatch *batch;
@@ -42,6 +43,7 @@ struct IoBatch {
         uint64_t seq;
         IoSource *graveyard;
         IoBatchStats stats;
+        uint64_t now; /* the loop's time of this iteration while dispatching; 0 outside */
 };
 
 static void pending_unlink(IoBatch *b, IoSource *s) {
@@ -120,9 +122,19 @@ static void dispatch_ready(IoBatch *b, const struct epoll_event *ev, int n, bool
         }
 }
 
+/* sd_event_now() answers the iteration's time too, but each call costs a locked compare-and-swap (its
+ * check that the process did not fork): handlers ask several times per request. */
+static void dispatch_begin(IoBatch *b) {
+        if (b->dispatching++ > 0)
+                return;
+        if (sd_event_now(b->event, CLOCK_MONOTONIC, &b->now) < 0)
+                b->now = 0;
+}
+
 static void dispatch_end(IoBatch *b) {
         if (--b->dispatching > 0)
                 return;
+        b->now = 0;
         bury(b);
         defer_update(b);
 }
@@ -149,7 +161,7 @@ static int poll_once(IoBatch *b) {
 static int on_ready(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
         IoBatch *b = io_batch_ref(userdata);
 
-        b->dispatching++;
+        dispatch_begin(b);
         b->stats.wakeups++;
         /* A busy batch took long enough for more to arrive: polling again at once is cheaper than going
          * back to sleep and being woken (a loop iteration, an epoll_wait that blocks, a context switch). */
@@ -164,7 +176,7 @@ static int on_defer(sd_event_source *es, void *userdata) {
         IoBatch *b = io_batch_ref(userdata);
 
         b->defer_on = false; /* a oneshot: off now */
-        b->dispatching++;
+        dispatch_begin(b);
         run_deferred(b);
         dispatch_end(b);
         io_batch_unref(b);
@@ -234,6 +246,16 @@ sd_event *io_batch_get_event(IoBatch *b) {
 
 IoBatchStats io_batch_get_stats(const IoBatch *b) {
         return b->stats;
+}
+
+uint64_t io_batch_now(const IoBatch *b) {
+        uint64_t t;
+
+        if (b && b->now > 0)
+                return b->now;
+        if (!b || sd_event_now(b->event, CLOCK_MONOTONIC, &t) < 0)
+                return now_usec(CLOCK_MONOTONIC);
+        return t;
 }
 
 static IoSource *source_new(IoBatch *b, int fd, void *userdata) {

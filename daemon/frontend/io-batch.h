@@ -48,6 +48,9 @@ IoBatch *io_batch_ref(IoBatch *b);
 IoBatch *io_batch_unref(IoBatch *b);
 sd_event *io_batch_get_event(IoBatch *b);
 IoBatchStats io_batch_get_stats(const IoBatch *b);
+/* The loop's time of this iteration (CLOCK_MONOTONIC, us), read once per dispatch of the batch; outside
+ * one, sd_event_now()'s. */
+uint64_t io_batch_now(const IoBatch *b);
 
 /* fd into the set with `events` (EPOLLET as the caller asks), enabled. 0 or -errno (epoll_ctl's). */
 int io_batch_add_io(IoBatch *b, IoSource **ret, int fd, uint32_t events, io_batch_io_handler_t cb,

@@ -2,20 +2,18 @@
 #include "open-requests.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "id-array.h"
 #include "macro.h"
 
 void open_requests_init(OpenRequests *o) {
         *o = (OpenRequests) {};
-        strmap_init(&o->dict);
 }
 
 void open_requests_done(OpenRequests *o) {
-        strmap_done(&o->dict);
+        while (o->head)
+                (void) open_requests_remove(o, o->head);
         free(o->worker_open);
         *o = (OpenRequests) {};
 }
@@ -23,30 +21,46 @@ void open_requests_done(OpenRequests *o) {
 int open_requests_add(OpenRequests *o, Exchange *x) {
         int r;
 
+        if (x->open)
+                return 0;
         r = ID_ARRAY_ENSURE(o->worker_open, o->worker_slots, x->worker);
         if (r < 0)
                 return r;
-        snprintf(x->key, sizeof x->key, "%llx", (unsigned long long) ++o->next_key);
-        r = strmap_put(&o->dict, x->key, x, NULL);
-        if (r < 0) {
-                x->key[0] = 0;
-                return r;
-        }
+        x->open_prev = o->tail;
+        x->open_next = NULL;
+        if (o->tail)
+                o->tail->open_next = x;
+        else
+                o->head = x;
+        o->tail = x;
+        x->open = true;
+        o->n++;
         o->worker_open[x->worker]++;
         return 0;
 }
 
-static void entry_gone(OpenRequests *o, Exchange *x) {
+static void unlink_entry(OpenRequests *o, Exchange *x) {
+        if (o->sweep_next == x)
+                o->sweep_next = x->open_next;
+        if (x->open_prev)
+                x->open_prev->open_next = x->open_next;
+        else
+                o->head = x->open_next;
+        if (x->open_next)
+                x->open_next->open_prev = x->open_prev;
+        else
+                o->tail = x->open_prev;
+        x->open_prev = x->open_next = NULL;
+        x->open = false;
+        o->n--;
         if (x->worker < o->worker_slots && o->worker_open[x->worker] > 0)
                 o->worker_open[x->worker]--;
-        x->key[0] = 0;
 }
 
 bool open_requests_remove(OpenRequests *o, Exchange *x) {
-        if (!x->key[0] || strmap_get(&o->dict, x->key) != x)
+        if (!x->open)
                 return false;
-        (void) strmap_remove(&o->dict, x->key);
-        entry_gone(o, x);
+        unlink_entry(o, x);
         return true;
 }
 
@@ -54,18 +68,19 @@ unsigned open_requests_worker(const OpenRequests *o, unsigned worker) {
         return worker < o->worker_slots ? o->worker_open[worker] : 0;
 }
 
-bool open_requests_sweep(OpenRequests *o, size_t *cursor, usec_t now, usec_t max_age, Exchange **ret) {
-        const char *k;
-        void *v;
+void open_requests_sweep_begin(OpenRequests *o) {
+        o->sweep_next = o->head;
+}
 
-        while (strmap_next(&o->dict, cursor, &k, &v)) {
-                Exchange *x = v;
+bool open_requests_sweep_next(OpenRequests *o, usec_t now, usec_t max_age, Exchange **ret) {
+        while (o->sweep_next) {
+                Exchange *x = o->sweep_next;
 
+                o->sweep_next = x->open_next;
                 /* started after now (a caller's stale clock) is young, not 2^64 us old */
                 if (x->started >= now || now - x->started < max_age)
                         continue;
-                (void) strmap_remove(&o->dict, k);
-                entry_gone(o, x);
+                unlink_entry(o, x);
                 *ret = x;
                 return true;
         }

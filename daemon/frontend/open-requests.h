@@ -1,34 +1,40 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The front end's open requests: a dict (key → exchange), not a counter, so an exchange that leaks its
- * entry is found and swept by its age; and per worker, how many are open (what a draining worker waits
- * for, and a row's in-flight measure). Keys are unique per request (client request ids may repeat). */
+/* The front end's open requests: a list (in the order they opened), not a counter, so an exchange that
+ * leaks its entry is found and swept by its age; and per worker, how many are open (what a draining
+ * worker waits for, and a row's in-flight measure). The links live in the exchange: opening and ending a
+ * request allocates, formats and hashes nothing. */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "exchange.h"
-#include "hashmap.h"
 #include "time-util.h"
 
 typedef struct OpenRequests {
-        StrMap dict;            /* Exchange.key → Exchange */
+        Exchange *head, *tail;  /* through Exchange.open_prev/open_next, oldest first */
+        size_t n;
+        Exchange *sweep_next;   /* where a sweep goes on; an ending request moves it past itself */
         uint32_t *worker_open;  /* index by worker id */
         unsigned worker_slots;
-        uint64_t next_key;
 } OpenRequests;
 
 void open_requests_init(OpenRequests *o);
 void open_requests_done(OpenRequests *o);
 
-/* x (x->worker set) is open: x->key is assigned. 0 or -ENOMEM (x->key stays empty). */
+/* x (x->worker set) is open. 0 or -ENOMEM (x stays out). */
 int open_requests_add(OpenRequests *o, Exchange *x);
 /* x ended: true when its entry was still there (it is gone now, and its worker counts one less). */
 bool open_requests_remove(OpenRequests *o, Exchange *x);
 unsigned open_requests_worker(const OpenRequests *o, unsigned worker);
+static inline size_t open_requests_count(const OpenRequests *o) {
+        return o->n;
+}
 
-/* Takes out the next entry, from *cursor on (start at 0), that started before now - max_age (a leak
- * would otherwise inflate the in-flight counts forever): true with it in *ret, false when no more are
- * that old. Nothing may be added between the calls of one sweep. */
-bool open_requests_sweep(OpenRequests *o, size_t *cursor, usec_t now, usec_t max_age, Exchange **ret);
+/* A sweep: open_requests_sweep_begin(), then open_requests_sweep_next() until it says false. Each call
+ * takes out the next entry that started before now - max_age (a leak would otherwise inflate the
+ * in-flight counts forever): true with it in *ret. Requests may end between the calls; none may open. */
+void open_requests_sweep_begin(OpenRequests *o);
+bool open_requests_sweep_next(OpenRequests *o, usec_t now, usec_t max_age, Exchange **ret);

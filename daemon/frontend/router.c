@@ -55,11 +55,11 @@ void router_request_closed(Frontend *fe, Exchange *x) {
 }
 
 unsigned router_sweep(Frontend *fe, usec_t now, usec_t max_age) {
-        size_t cursor = 0;
         unsigned n = 0;
         Exchange *x;
 
-        while (open_requests_sweep(&fe->open, &cursor, now, max_age, &x)) {
+        open_requests_sweep_begin(&fe->open);
+        while (open_requests_sweep_next(&fe->open, now, max_age, &x)) {
                 request_ended(fe, x, now);
                 n++;
         }

@@ -368,6 +368,36 @@ static void test_io_batch_defer_rescheduling_bounded(void **state) {
         run_idle();
 }
 
+/* The time handlers read: the loop's time of the iteration, the same for every socket of the batch and
+ * for the deferred calls after them (sd_event_now()'s answer, read once), and the loop's again outside. */
+static uint64_t seen_now[2];
+
+static void on_io_reads_now(IoSource *s, int fd, uint32_t revents, void *userdata) {
+        Pair *p = userdata;
+
+        seen_now[p == &env->pairs[0] ? 0 : 1] = io_batch_now(env->batch);
+        drain(p);
+}
+
+static void test_io_batch_now_is_the_iterations(void **state) {
+        Pair *a = &env->pairs[0], *b = &env->pairs[1];
+        uint64_t loop_now, before;
+
+        before = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(io_batch_add_io(env->batch, &a->s, a->fd[0], EPOLLIN, on_io_reads_now, a), 0);
+        assert_int_equal(io_batch_add_io(env->batch, &b->s, b->fd[0], EPOLLIN, on_io_reads_now, b), 0);
+        kick(a);
+        kick(b);
+        run_once();
+        assert_int_equal(sd_event_now(env->event, CLOCK_MONOTONIC, &loop_now), 0);
+        assert_true(seen_now[0] >= before);
+        assert_true(seen_now[0] == loop_now);
+        assert_true(seen_now[1] == loop_now);
+        /* outside a dispatch: the loop's answer, never 0 */
+        assert_true(io_batch_now(env->batch) == loop_now);
+        assert_true(io_batch_now(NULL) >= before);
+}
+
 static void test_io_batch_outlives_owner(void **state) {
         Pair *a = &env->pairs[0];
         Deferred d = {};
@@ -397,6 +427,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_io_batch_defer_after_sockets_same_wakeup, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_defer_outside_batch, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_defer_rescheduling_bounded, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_now_is_the_iterations, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_outlives_owner, setup, teardown),
         };
 
