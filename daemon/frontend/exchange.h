@@ -166,6 +166,8 @@ Exchange *exchange_new(Frontend *fe, const ClientOps *ops, void *client_data);
 /* Detaches the forward side (aborting a pending worker request; the worker connection is then
  * closed, never reused) and frees. Accepts NULL; returns NULL. */
 Exchange *exchange_free(Exchange *x);
+/* The per-loop free list of exchanges exchange_free() keeps (up to 256), emptied. */
+void exchange_pool_release(void);
 
 /* The head in x->req is complete: route and forward it. The outcome arrives through ClientOps. */
 void exchange_begin(Exchange *x);

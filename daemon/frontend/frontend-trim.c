@@ -46,6 +46,7 @@ static int on_trim(sd_event_source *s, uint64_t usec, void *userdata) {
                 return 0;
         before = rss_kib();
         frontend_h2_release_pools();
+        exchange_pool_release();
         for (unsigned w = 0; w < fe->forward_slots; w++)
                 forward_pool_close_idle(fe->forward[w]);
         (void) malloc_trim(0);

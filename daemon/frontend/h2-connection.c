@@ -231,6 +231,7 @@ void frontend_h2_release_pools(void) {
                 free(wbuf_pool[--n_wbuf_pool]);
         h2_stream_pool_release();
         h2_response_pool_release();
+        h2_mem_pool_release();
 }
 
 int h2_wbuf_reserve(H2Connection *c, size_t need, uint8_t **ret) {
@@ -602,7 +603,7 @@ static int conn_new(Frontend *fe, int fd, const struct sockaddr_storage *peer, H
         h2_guard_init(&c->guard, h2_now(c));
 
         r = -ENOMEM;
-        if (!cbs || !opt || nghttp2_session_server_new2(&c->session, cbs, c, opt) != 0)
+        if (!cbs || !opt || nghttp2_session_server_new3(&c->session, cbs, c, opt, (nghttp2_mem *) h2_mem()) != 0)
                 goto fail;
 
         nghttp2_settings_entry iv[] = {

@@ -209,6 +209,13 @@ void h2_shutdown_final(H2Connection *c);
 nghttp2_session_callbacks *h2_session_callbacks(void);
 nghttp2_option *h2_session_options(void);
 
+/* h2-mem.c: nghttp2's allocator, with per-loop free lists of small blocks (bounded in bytes per size
+ * class), emptied by h2_mem_pool_release() (frontend_h2_release_pools()). */
+const nghttp2_mem *h2_mem(void);
+void h2_mem_pool_release(void);
+/* Bytes the free lists hold. */
+size_t h2_mem_pool_bytes(void);
+
 /* h2-stream.c */
 int h2_stream_new(H2Connection *c, int32_t id, Stream **ret);
 /* Returns the Stream to the per-loop pool; frees its arena chunks and response blocks. */
