@@ -7,9 +7,9 @@
 #include "exchange.h"
 
 #include <arpa/inet.h>
-#include <sanitizer/asan_interface.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <sanitizer/asan_interface.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -603,7 +603,7 @@ static int conn_new(Frontend *fe, int fd, const struct sockaddr_storage *peer, H
         h2_guard_init(&c->guard, h2_now(c));
 
         r = -ENOMEM;
-        if (!cbs || !opt || nghttp2_session_server_new3(&c->session, cbs, c, opt, (nghttp2_mem *) h2_mem()) != 0)
+        if (!cbs || !opt || nghttp2_session_server_new3(&c->session, cbs, c, opt, h2_mem()) != 0)
                 goto fail;
 
         nghttp2_settings_entry iv[] = {

@@ -211,7 +211,7 @@ nghttp2_option *h2_session_options(void);
 
 /* h2-mem.c: nghttp2's allocator, with per-loop free lists of small blocks (bounded in bytes per size
  * class), emptied by h2_mem_pool_release() (frontend_h2_release_pools()). */
-const nghttp2_mem *h2_mem(void);
+nghttp2_mem *h2_mem(void);
 void h2_mem_pool_release(void);
 /* Bytes the free lists hold. */
 size_t h2_mem_pool_bytes(void);

@@ -143,8 +143,8 @@ static void *mem_realloc(void *p, size_t size, void *userdata) {
         return q;
 }
 
-const nghttp2_mem *h2_mem(void) {
-        static const nghttp2_mem mem = {
+nghttp2_mem *h2_mem(void) {
+        static nghttp2_mem mem = { /* not const: nghttp2 takes it so (and copies it) */
                 .malloc = mem_malloc,
                 .free = mem_free,
                 .calloc = mem_calloc,
@@ -158,8 +158,9 @@ void h2_mem_pool_release(void) {
         for (unsigned cls = 0; cls < H2_MEM_CLASSES; cls++) {
                 while (lists[cls]) {
                         FreeBlock *f = lists[cls];
+                        BlockHeader *h = (BlockHeader *) f;
 
-                        ASAN_UNPOISON_MEMORY_REGION(block_data((BlockHeader *) f), class_size(cls) - sizeof(BlockHeader));
+                        ASAN_UNPOISON_MEMORY_REGION(block_data(h), class_size(cls) - sizeof(BlockHeader));
                         lists[cls] = f->next;
                         free(f);
                 }
