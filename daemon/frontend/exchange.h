@@ -138,6 +138,7 @@ struct Exchange {
         char id[33];               /* X-Request-Id: kept from a trusted/valid client value or generated */
         Exchange *open_prev, *open_next; /* the front end's open requests (open-requests.h) */
         bool open;
+        unsigned open_worker;      /* the worker it is counted for there */
         usec_t started;
 
         ExchangeState state;

@@ -11,21 +11,22 @@ void open_requests_init(OpenRequests *o) {
         *o = (OpenRequests) {};
 }
 
+/* The exchanges still listed are not touched: they may be gone already. */
 void open_requests_done(OpenRequests *o) {
-        while (o->head)
-                (void) open_requests_remove(o, o->head);
         free(o->worker_open);
         *o = (OpenRequests) {};
 }
 
+static void unlink_entry(OpenRequests *o, Exchange *x);
+
 int open_requests_add(OpenRequests *o, Exchange *x) {
         int r;
 
-        if (x->open)
-                return 0;
         r = ID_ARRAY_ENSURE(o->worker_open, o->worker_slots, x->worker);
         if (r < 0)
                 return r;
+        if (x->open) /* opened again, on x->worker now: once in the list, counted for that worker */
+                unlink_entry(o, x);
         x->open_prev = o->tail;
         x->open_next = NULL;
         if (o->tail)
@@ -34,6 +35,7 @@ int open_requests_add(OpenRequests *o, Exchange *x) {
                 o->head = x;
         o->tail = x;
         x->open = true;
+        x->open_worker = x->worker;
         o->n++;
         o->worker_open[x->worker]++;
         return 0;
@@ -53,8 +55,8 @@ static void unlink_entry(OpenRequests *o, Exchange *x) {
         x->open_prev = x->open_next = NULL;
         x->open = false;
         o->n--;
-        if (x->worker < o->worker_slots && o->worker_open[x->worker] > 0)
-                o->worker_open[x->worker]--;
+        if (x->open_worker < o->worker_slots && o->worker_open[x->open_worker] > 0)
+                o->worker_open[x->open_worker]--;
 }
 
 bool open_requests_remove(OpenRequests *o, Exchange *x) {

@@ -24,7 +24,8 @@ typedef struct OpenRequests {
 void open_requests_init(OpenRequests *o);
 void open_requests_done(OpenRequests *o);
 
-/* x (x->worker set) is open. 0 or -ENOMEM (x stays out). */
+/* x (x->worker set) is open; one already open moves to the end, counted for x->worker now. 0 or -ENOMEM
+ * (x stays as it was). */
 int open_requests_add(OpenRequests *o, Exchange *x);
 /* x ended: true when its entry was still there (it is gone now, and its worker counts one less). */
 bool open_requests_remove(OpenRequests *o, Exchange *x);

@@ -47,10 +47,18 @@ static void test_open_requests_add_counts(void **state) {
         assert_int_equal(open_requests_worker(&o, 1), 3);
         assert_int_equal(open_requests_worker(&o, 2), 1);
         assert_int_equal(open_requests_count(&o), 4);
-        /* opened twice: one entry (the list would loop otherwise) */
+        /* opened twice: one entry (the list would loop otherwise), counted once */
         assert_int_equal(open_requests_add(&o, &x[1]), 0);
         assert_int_equal(open_requests_count(&o), 4);
         assert_int_equal(open_requests_worker(&o, 1), 3);
+        /* opened again on another worker: counted for that one now */
+        x[1].worker = 2;
+        assert_int_equal(open_requests_add(&o, &x[1]), 0);
+        assert_int_equal(open_requests_count(&o), 4);
+        assert_int_equal(open_requests_worker(&o, 1), 2);
+        assert_int_equal(open_requests_worker(&o, 2), 2);
+        x[1].worker = 1;
+        assert_int_equal(open_requests_add(&o, &x[1]), 0);
         /* ids never seen: 0, never a read past the arrays */
         assert_int_equal(open_requests_worker(&o, 5000), 0);
         assert_int_equal(open_requests_worker(&o, 0), 0);
