@@ -15,7 +15,8 @@
 #   4. CPU per request and req/s of each proxy against the number of wrk connections (BENCH_PROFILE_SWEEP,
 #      "4 16 64 256"; empty to skip): a cost per wake-up that grows with the ready descriptors shows here.
 # Environment: BENCH_PROFILE_PROTO (h1 | h2), BENCH_PROFILE_DURATION (5 s), BENCH_PROFILE_TOOL (perf |
-# callgrind; default perf when `perf record -e cpu-clock` works), BENCH_PROFILE_SWEEP, plus proxy-lib.sh's
+# callgrind; default perf when `perf record -e cpu-clock` works), BENCH_PROFILE_CALLGRAPH (fp | dwarf: whole
+# user-space stacks and an inclusive list of elastic-pool's functions), BENCH_PROFILE_SWEEP, plus proxy-lib.sh's
 # BENCH_PIN, BENCH_CONNS, BENCH_PORT_BASE, BENCH_KEEP.
 set -euo pipefail
 
@@ -26,6 +27,11 @@ h2_clients=${BENCH_H2_CLIENTS:-16}
 h2_streams=${BENCH_H2_STREAMS:-4}
 sweep=${BENCH_PROFILE_SWEEP-4 16 64 256}
 sweep_secs=${BENCH_PROFILE_SWEEP_DURATION:-3}
+# fp: frame pointers, cheap, but the user-space stacks of our -O2 build (no frame pointers) are cut short;
+# dwarf: whole stacks from copies of the stack (bigger files), and the inclusive list below has meaning.
+callgraph=${BENCH_PROFILE_CALLGRAPH:-fp}
+[[ $callgraph == fp || $callgraph == dwarf ]] || { echo "BENCH_PROFILE_CALLGRAPH: fp or dwarf, not '$callgraph'" >&2; exit 1; }
+[[ $callgraph == dwarf ]] && callgraph=dwarf,16384
 # shellcheck source=bench/proxy-lib.sh
 . "$(dirname "$0")/proxy-lib.sh"
 bench_build "${1:-}"
@@ -191,10 +197,10 @@ breakdown() {
 }
 echo
 if [[ $tool == perf ]]; then
-        echo "## CPU per request by where it is spent (perf record -g -e cpu-clock; microseconds per request)"
+        echo "## CPU per request by where it is spent (perf record --call-graph ${callgraph%%,*} -e cpu-clock; microseconds per request)"
         for name in "${names[@]}"; do
                 load "${proto_port[$name]}" 1 /dev/null >/dev/null
-                perf record -q -g -e cpu-clock -F 2000 -p "$(echo "${ppids[$name]}" | tr ' ' ',')" \
+                perf record -q --call-graph "$callgraph" -e cpu-clock -F 2000 -p "$(echo "${ppids[$name]}" | tr ' ' ',')" \
                         -o "$work/prof-$name.data" -- sleep $((secs + 1)) >/dev/null 2>&1 &
                 st_pid=$!
                 sleep 0.3
@@ -227,6 +233,13 @@ if [[ $tool == perf ]]; then
         echo "  ---"
         perf report -i "$work/prof-elastic-pool.data" --no-children --stdio --sort dso,sym 2>/dev/null |
                 awk '$1 ~ /%$/ { $2 = ""; printf "  %s\n", $0 }' | head -n 30 || true
+        if [[ $callgraph == dwarf* ]]; then
+                echo
+                echo "## elastic-pool's functions by inclusive time (their callees counted in), user space, >= 1 %"
+                perf report -i "$work/prof-elastic-pool.data" --children --stdio -g none --sort sym 2>/dev/null |
+                        awk '$1 ~ /%$/ && $3 == "[.]" && $1 + 0 >= 1 { printf "  %8s %8s  %s\n", $1, $2, $4 }' |
+                        head -n 60 || true
+        fi
 else
         echo "## elastic-pool under callgrind (instructions in user space; the kernel is not seen)"
         kill -TERM "$ep_pid"
