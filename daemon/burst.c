@@ -107,6 +107,12 @@ static void assess_late(const BurstWorker *w, usec_t now, BurstReading *ret) {
                             format_timespan(age, sizeof age, now > t->late_since ? now - t->late_since : 0));
 }
 
+bool burst_track_sustained(const BurstTrack *t, const BurstParams *p, usec_t now) {
+        if (p->window == 0 || t->last == 0 || now < t->last || now - t->last > p->gap_max || t->late >= 0)
+                return false; /* off, or no current reading: missing is never saturated either */
+        return t->over_since != 0 && now >= t->over_since && now - t->over_since >= p->window;
+}
+
 /* Every worker saturated since `since`: the line names them, their waiting requests and the span. */
 static void assess_saturated(const BurstWorker *w, size_t n, const BurstParams *p, usec_t since, usec_t now,
                              BurstReading *ret) {

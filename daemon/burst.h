@@ -75,6 +75,10 @@ typedef struct BurstTrack {
  * streak goes on while waiting >= queue. */
 void burst_observe(BurstTrack *t, const BurstSample *s, const BurstParams *p, usec_t now);
 
+/* One worker on its own: the path on, its last sample current at now (within gap_max, no signal late),
+ * and saturated in every sample for burst_window. A spike so far, or a missing reading, is not. */
+bool burst_track_sustained(const BurstTrack *t, const BurstParams *p, usec_t now);
+
 typedef enum BurstStatus {
         BURST_OFF,       /* burst_window = 0 */
         BURST_CALM,      /* a routable worker is not saturated, or none is routable */

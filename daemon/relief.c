@@ -234,10 +234,8 @@ void relief_report(Relief *r, Worker *w, bool draining, usec_t now) {
 }
 
 bool relief_burst_due(const BurstTrack *t, const BurstParams *p, usec_t last_round, usec_t now) {
-        if (p->window == 0 || t->last == 0 || now < t->last || now - t->last > p->gap_max || t->late >= 0)
-                return false; /* off, or no current reading: missing is never saturated either */
-        if (t->over_since == 0 || now < t->over_since || now - t->over_since < p->window)
-                return false; /* not saturated, or a spike so far */
+        if (!burst_track_sustained(t, p, now))
+                return false;
         return last_round == 0 || now < last_round || now - last_round >= p->window;
 }
 

@@ -86,8 +86,8 @@ void relief_report(Relief *r, Worker *w, bool draining, usec_t now);
  * round. draining as for relief_report(). */
 void relief_burst_check(Relief *r, bool draining, usec_t now);
 /* Pure: whether a worker whose burst track is t may begin a burst round at now, its last round having
- * begun at last_round (0: never). The path on, t sampled within gap_max and none of its signals late,
- * saturated for burst_window without a break, and burst_window since its last round. */
+ * begun at last_round (0: never): sustained on its own (burst_track_sustained()) and burst_window since
+ * its last round. */
 bool relief_burst_due(const BurstTrack *t, const BurstParams *p, usec_t last_round, usec_t now);
 /* A move ended (MoveHooks.ended): the round's next move, or its end. */
 void relief_move_ended(Relief *r, const MoveEnd *e, usec_t now);

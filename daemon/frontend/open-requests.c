@@ -36,7 +36,6 @@ int open_requests_add(OpenRequests *o, Exchange *x) {
         o->tail = x;
         x->open = true;
         x->open_worker = x->worker;
-        o->n++;
         o->worker_open[x->worker]++;
         return 0;
 }
@@ -54,7 +53,6 @@ static void unlink_entry(OpenRequests *o, Exchange *x) {
                 o->tail = x->open_prev;
         x->open_prev = x->open_next = NULL;
         x->open = false;
-        o->n--;
         if (x->open_worker < o->worker_slots && o->worker_open[x->open_worker] > 0)
                 o->worker_open[x->open_worker]--;
 }
@@ -64,6 +62,14 @@ bool open_requests_remove(OpenRequests *o, Exchange *x) {
                 return false;
         unlink_entry(o, x);
         return true;
+}
+
+size_t open_requests_count(const OpenRequests *o) {
+        size_t n = 0;
+
+        for (const Exchange *x = o->head; x; x = x->open_next)
+                n++;
+        return n;
 }
 
 unsigned open_requests_worker(const OpenRequests *o, unsigned worker) {

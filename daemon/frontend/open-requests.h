@@ -15,7 +15,6 @@
 
 typedef struct OpenRequests {
         Exchange *head, *tail;  /* through Exchange.open_prev/open_next, oldest first */
-        size_t n;
         Exchange *sweep_next;   /* where a sweep goes on; an ending request moves it past itself */
         uint32_t *worker_open;  /* index by worker id */
         unsigned worker_slots;
@@ -30,9 +29,8 @@ int open_requests_add(OpenRequests *o, Exchange *x);
 /* x ended: true when its entry was still there (it is gone now, and its worker counts one less). */
 bool open_requests_remove(OpenRequests *o, Exchange *x);
 unsigned open_requests_worker(const OpenRequests *o, unsigned worker);
-static inline size_t open_requests_count(const OpenRequests *o) {
-        return o->n;
-}
+/* A walk: for tests and reports, never the request path. */
+size_t open_requests_count(const OpenRequests *o);
 
 /* A sweep: open_requests_sweep_begin(), then open_requests_sweep_next() until it says false. Each call
  * takes out the next entry that started before now - max_age (a leak would otherwise inflate the

@@ -159,6 +159,28 @@ static void test_burst_observe_gap_restarts(void **state) {
         assert_int_equal(t.over_since, T0 + TICK + MS(1000));
 }
 
+/* One worker's own streak, from the samples it was fed: sustained only after burst_window of saturated
+ * samples, never on a spike, a late signal, a stale last sample or with the path off. */
+static void test_burst_track_sustained(void **state) {
+        const BurstParams off = { .window = 0, .queue = 8, .gap_max = 3 * TICK };
+        BurstTrack t = BURST_TRACK_INIT;
+        BurstSample busy = sample_of(12), late = sample_of(LATE);
+        usec_t now = T0;
+
+        assert_false(burst_track_sustained(&t, &params, now)); /* never sampled */
+        for (; now < T0 + MS(1500); now += TICK) {
+                burst_observe(&t, &busy, &params, now);
+                assert_false(burst_track_sustained(&t, &params, now)); /* a spike so far */
+        }
+        burst_observe(&t, &busy, &params, now);
+        assert_true(burst_track_sustained(&t, &params, now));
+        assert_false(burst_track_sustained(&t, &off, now));
+        /* the loop stalled: the last sample is older than gap_max, it says nothing of now */
+        assert_false(burst_track_sustained(&t, &params, now + 3 * TICK + 1));
+        burst_observe(&t, &late, &params, now + TICK);
+        assert_false(burst_track_sustained(&t, &params, now + TICK)); /* missing is never saturated */
+}
+
 /* The three signals add up: requests wait in one place at a time. */
 static void test_burst_observe_signals_add(void **state) {
         BurstTrack t = BURST_TRACK_INIT;
@@ -265,6 +287,7 @@ int main(void) {
                 cmocka_unit_test(test_burst_assess_unsampled_worker),
                 cmocka_unit_test(test_burst_observe_gap_restarts),
                 cmocka_unit_test(test_burst_observe_signals_add),
+                cmocka_unit_test(test_burst_track_sustained),
                 cmocka_unit_test(test_policy_scale_up_burst),
                 cmocka_unit_test(test_burst_status_strings),
         };
