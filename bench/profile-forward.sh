@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Where elastic-pool's forwarding time goes, under the same wrk (or h2load) load as bench/proxy-compare.sh,
-# with nginx and HAProxy in front of the same worker as the yardstick. Prints:
+# with nginx, HAProxy and nghttpx in front of the same worker as the yardstick. Prints:
 #   1. system calls per request of each proxy (perf stat on the syscalls:sys_enter_* tracepoints; strace -c
 #      where perf has no tracepoints, which slows the proxy but keeps the counts per request);
 #   2. epoll: waits per request and the mean number of events one wait returns (perf record on
@@ -130,17 +130,20 @@ start_elastic_pool
 start_nginx nginx-1 1 "$port_ngx_h1" "$port_ngx_h2"
 ngx1_pid=$ngx_pid
 start_haproxy "$port_hap_h1" "$port_hap_h2"
+start_nghttpx "$port_ngh"
 check_get "$port_ep"
 check_get "$port_ngx_h1"
 check_get "$port_hap_h1"
-names=(elastic-pool nginx haproxy)
+check_get "$port_ngh"
+names=(elastic-pool nginx haproxy nghttpx)
 if [[ $proto == h1 ]]; then
-        declare -A proto_port=([elastic-pool]=$port_ep [nginx]=$port_ngx_h1 [haproxy]=$port_hap_h1)
+        declare -A proto_port=([elastic-pool]=$port_ep [nginx]=$port_ngx_h1 [haproxy]=$port_hap_h1 [nghttpx]=$port_ngh)
 else
-        declare -A proto_port=([elastic-pool]=$port_ep [nginx]=$port_ngx_h2 [haproxy]=$port_hap_h2)
+        declare -A proto_port=([elastic-pool]=$port_ep [nginx]=$port_ngx_h2 [haproxy]=$port_hap_h2 [nghttpx]=$port_ngh)
 fi
-declare -A port_h1=([elastic-pool]=$port_ep [nginx]=$port_ngx_h1 [haproxy]=$port_hap_h1)
-declare -A ppids=([elastic-pool]=$ep_pid [nginx]="$(proc_tree "$ngx1_pid")" [haproxy]=$hap_pid)
+declare -A port_h1=([elastic-pool]=$port_ep [nginx]=$port_ngx_h1 [haproxy]=$port_hap_h1 [nghttpx]=$port_ngh)
+declare -A ppids=([elastic-pool]=$ep_pid [nginx]="$(proc_tree "$ngx1_pid")" [haproxy]=$hap_pid
+        [nghttpx]="$(proc_tree "$ngh_pid")")
 
 echo "# profile-forward: $(uname -r), $(nproc) cpus, $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# elastic-pool $(git -C "$bench_top" rev-parse --short HEAD 2>/dev/null || echo '?') ($build); $proto load as in proxy-compare.sh, ${secs}s per step"
@@ -217,7 +220,8 @@ if [[ $tool == perf ]]; then
                         printf ' %12s' "${v:--}"
                 done
                 echo
-        done | awk '{ for (i = NF - 2; i <= NF; i++) if ($i != "-" && $i >= 0.1) { print; next } }' | sort -t' ' -k1,1
+        done | awk -v k="${#names[@]}" '{ for (i = NF - k + 1; i <= NF; i++) if ($i != "-" && $i >= 0.1) { print; next } }' |
+                sort -t' ' -k1,1
         printf '%-24s' total
         for name in "${names[@]}"; do printf ' %12.2f' "$(awk -F'\t' '{ s += $2 } END { print s }' "$work/bd-$name.txt")"; done
         echo
