@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <nghttp2/nghttp2.h>
 
 #include "cleanup.h"
 #include "fake-exchange.h"
@@ -401,6 +402,28 @@ static const FilterCase filter_cases[] = {
         { .name = "DEL in a value", .in = { { "X", "a\x7f" } }, .expected = -EBADMSG },
         { .name = "empty name", .in = { { "", "v" } }, .expected = -EBADMSG },
 };
+
+/* h2-response.c hands the filtered fields to nghttp2 without checking them again: every byte the filter
+ * lets through in a name (lower-cased, as h2 sends it) or a value must be one nghttp2's checks accept. */
+static void test_forward_response_filter_as_strict_as_nghttp2(void **state) {
+        for (unsigned c = 0; c < 256; c++) {
+                char name[] = { 'x', (char) c, 'y', 0 }, value[] = { 'v', (char) c, 'w', 0 };
+                uint8_t lower[3];
+                HeaderField in[2] = {
+                        { .name = name, .name_len = 3, .value = "v", .value_len = 1 },
+                        { .name = "x", .name_len = 1, .value = value, .value_len = 3 },
+                }, out[2];
+                const char *user;
+                size_t n, user_len;
+
+                for (size_t j = 0; j < 3; j++)
+                        lower[j] = (uint8_t) (name[j] >= 'A' && name[j] <= 'Z' ? name[j] + 32 : name[j]);
+                if (forward_response_filter(in, 1, out, &n, &user, &user_len) == 0)
+                        assert_true(nghttp2_check_header_name(lower, 3));
+                if (forward_response_filter(in + 1, 1, out, &n, &user, &user_len) == 0)
+                        assert_true(nghttp2_check_header_value((const uint8_t *) value, 3));
+        }
+}
 
 static void test_forward_response_filter(void **state) {
         const FilterCase *c = *state;
@@ -1852,6 +1875,7 @@ int main(void) {
 
         const struct CMUnitTest single[] = {
                 cmocka_unit_test(test_forward_request_serialize_small_buffer),
+                cmocka_unit_test(test_forward_response_filter_as_strict_as_nghttp2),
                 LOOP_TEST(test_forward_start_sends_serialized_head),
                 LOOP_TEST(test_forward_start_reuses_keepalive_connection),
                 LOOP_TEST(test_forward_start_queues_beyond_max_connections),
