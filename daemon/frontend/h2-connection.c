@@ -9,8 +9,8 @@
  * Input: recv() into a per-loop buffer, walked by the flood guard, fed to nghttp2_session_mem_recv()
  * (which consumes all of it); the socket is edge-triggered. Output: nghttp2_session_send() into a
  * bounded write buffer (send_callback says WOULDBLOCK when it is full), one send() per flush; reading
- * stops while the socket refuses our bytes. Flushes after the router's calls are batched by a late defer
- * source: one per connection per wake-up, after the last poll of the batch (io-batch.h). */
+ * stops while the socket refuses our bytes. Flushes after the router's calls are batched by a defer
+ * source: one per connection per loop iteration. */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -634,8 +634,6 @@ static int conn_new(Frontend *fe, int fd, const struct sockaddr_storage *peer, H
         r = io_batch_add_defer(frontend_io_batch(fe), &c->defer, on_defer, c);
         if (r < 0)
                 goto fail;
-        /* the flush takes the responses of every poll of a wake-up: up to a stream per worker reply */
-        (void) io_source_set_late(c->defer, true);
         c->timer_at = MIN(c->idle_deadline, c->settings_deadline);
         r = sd_event_add_time(c->event, &c->timer, CLOCK_MONOTONIC, c->timer_at, 0, on_timer, c);
         if (r < 0)

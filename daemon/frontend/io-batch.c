@@ -23,19 +23,13 @@ struct IoSource {
         uint32_t events;
         bool enabled; /* io: in the set; defer: on the pending list */
         bool first;
-        bool late;    /* defer: runs when the wake-up's polling is over (io_source_set_late) */
-        bool on_late; /* enabled: on the late list (until it joins the pending list to run) */
         bool dead;    /* freed during a dispatch: its memory waits on the graveyard */
         io_batch_io_handler_t on_io;
         io_batch_defer_handler_t on_defer;
         void *userdata;
         uint64_t seq;          /* when it was scheduled: a round runs what was scheduled before it began */
-        IoSource *prev, *next; /* a pending list, or the graveyard (next only) */
+        IoSource *prev, *next; /* the pending list, or the graveyard (next only) */
 };
-
-typedef struct SourceList {
-        IoSource *head, *tail;
-} SourceList;
 
 struct IoBatch {
         unsigned n_ref;
@@ -45,53 +39,41 @@ struct IoBatch {
         int epfd;
         unsigned dispatching;
         bool defer_on;
-        SourceList pending;
-        SourceList late; /* deferred calls that wait until the batch's last poll */
+        IoSource *pending, *pending_tail;
         uint64_t seq;
         IoSource *graveyard;
         IoBatchStats stats;
         uint64_t now; /* the loop's time of this iteration while dispatching; 0 outside */
 };
 
-static SourceList *list_of(IoBatch *b, IoSource *s) {
-        return s->on_late ? &b->late : &b->pending;
-}
-
 static void pending_unlink(IoBatch *b, IoSource *s) {
-        SourceList *l = list_of(b, s);
-
         if (s->prev)
                 s->prev->next = s->next;
         else
-                l->head = s->next;
+                b->pending = s->next;
         if (s->next)
                 s->next->prev = s->prev;
         else
-                l->tail = s->prev;
+                b->pending_tail = s->prev;
         s->prev = s->next = NULL;
         s->enabled = false;
 }
 
 static void pending_append(IoBatch *b, IoSource *s) {
-        SourceList *l;
-
-        s->on_late = s->late && b->dispatching > 0; /* outside a batch no poll comes first */
-        l = list_of(b, s);
-
         s->seq = ++b->seq;
-        s->prev = l->tail;
+        s->prev = b->pending_tail;
         s->next = NULL;
-        if (l->tail)
-                l->tail->next = s;
+        if (b->pending_tail)
+                b->pending_tail->next = s;
         else
-                l->head = s;
-        l->tail = s;
+                b->pending = s;
+        b->pending_tail = s;
         s->enabled = true;
 }
 
 /* The loop's defer source is on exactly while calls wait and no dispatch of ours will run them. */
 static void defer_update(IoBatch *b) {
-        bool want = (b->pending.head || b->late.head) && b->dispatching == 0;
+        bool want = b->pending && b->dispatching == 0;
 
         if (want == b->defer_on || !b->defer)
                 return;
@@ -116,34 +98,16 @@ static void bury(IoBatch *b) {
 }
 
 static void run_deferred(IoBatch *b) {
-        for (unsigned round = 0; round < IO_BATCH_DEFER_ROUNDS && b->pending.head; round++) {
+        for (unsigned round = 0; round < IO_BATCH_DEFER_ROUNDS && b->pending; round++) {
                 uint64_t limit = b->seq;
 
-                while (b->pending.head && b->pending.head->seq <= limit) {
-                        IoSource *s = b->pending.head;
+                while (b->pending && b->pending->seq <= limit) {
+                        IoSource *s = b->pending;
 
                         pending_unlink(b, s); /* off before the call, which may enable it again */
                         b->stats.deferred++;
                         s->on_defer(s, s->userdata);
                 }
-        }
-}
-
-/* The late calls join the end of the pending list, older than anything scheduled from now on, and run with
- * it. A late call they schedule is late again: the next round takes it, as many rounds as run_deferred()
- * has, so one that keeps rescheduling itself cannot hold the loop either. */
-static void run_late(IoBatch *b) {
-        for (unsigned round = 0; round < IO_BATCH_DEFER_ROUNDS && b->late.head; round++) {
-                for (IoSource *s = b->late.head; s; s = s->next)
-                        s->on_late = false;
-                if (b->pending.tail)
-                        b->pending.tail->next = b->late.head;
-                else
-                        b->pending.head = b->late.head;
-                b->late.head->prev = b->pending.tail;
-                b->pending.tail = b->late.tail;
-                b->late.head = b->late.tail = NULL;
-                run_deferred(b);
         }
 }
 
@@ -203,7 +167,6 @@ static int on_ready(sd_event_source *es, int fd, uint32_t revents, void *userdat
          * back to sleep and being woken (a loop iteration, an epoll_wait that blocks, a context switch). */
         for (unsigned i = 0; i < IO_BATCH_POLLS && poll_once(b) >= IO_BATCH_AGAIN; i++)
                 ;
-        run_late(b);
         dispatch_end(b);
         io_batch_unref(b);
         return 0;
@@ -215,7 +178,6 @@ static int on_defer(sd_event_source *es, void *userdata) {
         b->defer_on = false; /* a oneshot: off now */
         dispatch_begin(b);
         run_deferred(b);
-        run_late(b);
         dispatch_end(b);
         io_batch_unref(b);
         return 0;
@@ -273,7 +235,7 @@ IoBatch *io_batch_unref(IoBatch *b) {
         assert(b->n_ref > 0);
         if (--b->n_ref > 0)
                 return NULL;
-        assert(!b->graveyard && !b->pending.head && !b->late.head);
+        assert(!b->graveyard && !b->pending);
         batch_destroy(b);
         return NULL;
 }
@@ -350,15 +312,6 @@ int io_batch_add_defer(IoBatch *b, IoSource **ret, io_batch_defer_handler_t cb, 
 
 void io_source_set_first(IoSource *s, bool first) {
         s->first = first;
-}
-
-int io_source_set_late(IoSource *s, bool late) {
-        if (!s || s->fd >= 0 || s->dead)
-                return -EINVAL;
-        if (s->enabled)
-                return -EBUSY;
-        s->late = late;
-        return 0;
 }
 
 int io_source_set_io_events(IoSource *s, uint32_t events) {

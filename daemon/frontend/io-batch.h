@@ -62,11 +62,6 @@ int io_batch_add_defer(IoBatch *b, IoSource **ret, io_batch_defer_handler_t cb, 
 /* Dispatched before the other sockets of a batch (worker connections: their responses are handed over
  * before the clients' deferred flushes, so an h2 connection sends what completed together in one write). */
 void io_source_set_first(IoSource *s, bool first);
-/* A deferred call made late runs when the wake-up's polls are over, not after the poll that enabled it:
- * an h2 connection's flush then takes the responses that completed in every poll of the wake-up into one
- * send (a send to a client costs ~3 us on loopback TCP, its receive path and the client's wake-up
- * included). It never waits for the loop to sleep. Only while off: 0, -EBUSY, or -EINVAL (an io source). */
-int io_source_set_late(IoSource *s, bool late);
 /* Sets the mask again even when unchanged: epoll then looks at the socket anew, so an edge-triggered
  * source with bytes left is reported in a later batch. 0 or -errno. */
 int io_source_set_io_events(IoSource *s, uint32_t events);

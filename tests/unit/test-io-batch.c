@@ -2,8 +2,7 @@
 /* The front end's batch of sockets (daemon/frontend/io-batch.c) on a real sd-event loop and real socket
  * pairs: every socket ready at a wake-up is dispatched in that one wake-up, a source freed by another's
  * handler in the same batch is neither called nor touched (ASan watches), edges stay edges, and the
- * deferred calls run after the sockets, a bounded number of rounds, the late ones after the wake-up's last
- * poll; a busy batch polls again at once. */
+ * deferred calls run after the sockets, a bounded number of rounds; a busy batch polls again at once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -338,58 +337,6 @@ static void test_io_batch_defer_after_sockets_same_wakeup(void **state) {
         d.s = io_source_free(d.s);
 }
 
-/* The first socket of a busy batch schedules a deferred call and a late one: the deferred call runs after
- * the first poll, the late one only after the poll that took the socket the first one's handler made
- * ready (an h2 flush then takes the responses of the whole wake-up). */
-static Deferred *late_of_pair;
-
-static void on_io_schedules_both(IoSource *s, int fd, uint32_t revents, void *userdata) {
-        on_io_kicks(s, fd, revents, userdata);
-        if (deferred_of_pair) {
-                assert_int_equal(io_source_set_enabled(deferred_of_pair->s, true), 0);
-                assert_int_equal(io_source_set_enabled(late_of_pair->s, true), 0);
-                deferred_of_pair = NULL;
-        }
-}
-
-static void test_io_batch_late_after_every_poll(void **state) {
-        Deferred d = {}, l = {};
-        Pair *later = &env->pairs[IO_BATCH_AGAIN];
-
-        assert_int_equal(io_batch_add_defer(env->batch, &d.s, on_defer, &d), 0);
-        assert_int_equal(io_batch_add_defer(env->batch, &l.s, on_defer, &l), 0);
-        assert_int_equal(io_source_set_late(l.s, true), 0);
-        deferred_of_pair = &d;
-        late_of_pair = &l;
-        for (unsigned i = 0; i <= IO_BATCH_AGAIN; i++) {
-                env->pairs[i].drain = true;
-                assert_int_equal(io_batch_add_io(env->batch, &env->pairs[i].s, env->pairs[i].fd[0],
-                                                 EPOLLIN | EPOLLET, on_io_schedules_both, &env->pairs[i]),
-                                 0);
-        }
-        kicked_by_handler = later;
-        for (unsigned i = 0; i < IO_BATCH_AGAIN; i++)
-                kick(&env->pairs[i]);
-        run_once();
-        assert_int_equal(later->calls, 1);
-        assert_int_equal(d.calls, 1);
-        assert_int_equal(l.calls, 1);
-        assert_true(d.order < later->order); /* after its own poll */
-        assert_true(l.order > later->order); /* after the wake-up's last poll */
-        assert_int_equal(io_batch_get_stats(env->batch).wakeups, 1);
-        assert_false(io_source_get_enabled(l.s));
-
-        /* enabled outside a batch, a late call runs at the loop's next iteration like any other */
-        assert_int_equal(io_source_set_enabled(l.s, true), 0);
-        assert_int_equal(io_source_set_late(l.s, false), -EBUSY); /* only while off */
-        run_once();
-        assert_int_equal(l.calls, 2);
-        assert_int_equal(io_source_set_late(env->pairs[0].s, true), -EINVAL); /* an io source */
-        run_idle();
-        d.s = io_source_free(d.s);
-        l.s = io_source_free(l.s);
-}
-
 static void test_io_batch_defer_outside_batch(void **state) {
         Deferred d = {};
 
@@ -478,7 +425,6 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_io_batch_busy_batch_polls_again, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_quiet_batch_sleeps, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_defer_after_sockets_same_wakeup, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_io_batch_late_after_every_poll, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_defer_outside_batch, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_defer_rescheduling_bounded, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_now_is_the_iterations, setup, teardown),
