@@ -36,10 +36,11 @@
 #     the run, in % of one CPU (a build or a test suite running beside it), and "steal%" the time the
 #     hypervisor took from this virtual machine's CPUs (/proc/stat): above 5 together the row was
 #     disturbed, and the script marks it with '!' (bench-lib.sh's span_begin/span_end).
-#   * Every row of every round is printed as it is measured; the table after them has each row's
-#     medians over the rounds (with how many of its rounds were disturbed), and the ratios are taken per
-#     round from that round's rows (elastic-pool / the best undisturbed peer of the round) and summed up as
-#     the median over the rounds where elastic-pool's row and at least one peer's were quiet.
+#   * Every row of every round is printed as it is measured, in an order that turns by one proxy each
+#     round (a drift within a round then falls on a different proxy each time); the table after them has
+#     each row's medians over the rounds (with how many of its rounds were disturbed), and the ratios are
+#     taken per round from that round's rows (elastic-pool / the best undisturbed peer of the round) and
+#     summed up as the median over the rounds where elastic-pool's row and at least one peer's were quiet.
 #
 # Environment: BENCH_DURATION (10 s), BENCH_WARMUP (2 s), BENCH_ROUNDS (1; rounds run interleaved), BENCH_CONNS (64, wrk), BENCH_THREADS (2), BENCH_H2_CLIENTS
 # (16) x BENCH_H2_STREAMS (4) for h2load, BENCH_WORKERS (1), BENCH_PIN (1), BENCH_NGINX_AUTO (1), BENCH_HAPROXY_2T (1),
@@ -215,7 +216,10 @@ echo
 print_header
 for ((round = 1; round <= rounds; round++)); do
         for proto in h1 h2; do
-                for name in "${names[@]}"; do
+                # the order turns by one each round: no proxy is always the first of a round, or always
+                # measured right after the same other one
+                for ((i = 0; i < ${#names[@]}; i++)); do
+                        name=${names[(i + round - 1) % ${#names[@]}]}
                         [[ $proto == h1 ]] && port=${port_h1[$name]} || port=${port_h2[$name]}
                         measure "$name" "$proto" "$port" "${ppids[$name]}" "${wpids[$name]}"
                 done
