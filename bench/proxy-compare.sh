@@ -45,6 +45,8 @@
 # Environment: BENCH_DURATION (10 s), BENCH_WARMUP (2 s), BENCH_ROUNDS (1; rounds run interleaved), BENCH_CONNS (64, wrk), BENCH_THREADS (2), BENCH_H2_CLIENTS
 # (16) x BENCH_H2_STREAMS (4) for h2load, BENCH_WORKERS (1), BENCH_PIN (1), BENCH_NGINX_AUTO (1), BENCH_HAPROXY_2T (1),
 # BENCH_PORT_BASE (18180; twelve ports from it), BENCH_DISTURBED (5: other% + steal% over it marks a row), BENCH_KEEP=DIR (keep logs and configurations),
+# BENCH_PEERS ("nginx haproxy nghttpx": the single-loop peers measured and compared with, at least one),
+# BENCH_PROTOS ("h1 h2"; the "direct" row comes with h1) -- fewer of them make a quick A/B of two builds,
 # BENCH_BASELINE=BUILD_DIR: a second commander, of that build, measured in every round beside this one
 # ("elastic-pool@base", its own worker of this build's demo worker binary, the same CPUs), with the CPU
 # per request of the two compared round by round (same-round pairs) and as a median of those ratios.
@@ -56,6 +58,11 @@ rounds=${BENCH_ROUNDS:-1}
 threads=${BENCH_THREADS:-2}
 h2_clients=${BENCH_H2_CLIENTS:-16}
 h2_streams=${BENCH_H2_STREAMS:-4}
+read -r -a peers <<<"${BENCH_PEERS:-nginx haproxy nghttpx}" # the single-loop peers the ratios compare with
+read -r -a protos <<<"${BENCH_PROTOS:-h1 h2}"
+for x in "${peers[@]}"; do [[ $x =~ ^(nginx|haproxy|nghttpx)$ ]] || { echo "BENCH_PEERS: unknown peer '$x'" >&2; exit 2; }; done
+for x in "${protos[@]}"; do [[ $x =~ ^(h1|h2)$ ]] || { echo "BENCH_PROTOS: h1 or h2, not '$x'" >&2; exit 2; }; done
+((${#peers[@]} > 0 && ${#protos[@]} > 0)) || { echo "BENCH_PEERS and BENCH_PROTOS need one entry each" >&2; exit 2; }
 nginx_auto=${BENCH_NGINX_AUTO:-1}
 haproxy_2t=${BENCH_HAPROXY_2T:-1}
 # shellcheck source=bench/proxy-lib.sh
@@ -80,8 +87,7 @@ start_direct
 baseline=${BENCH_BASELINE:-}
 [[ -n $baseline ]] && start_baseline "$baseline"
 
-names=(elastic-pool nginx haproxy nghttpx)
-peers=(nginx haproxy nghttpx) # the single-loop peers the ratios compare with
+names=(elastic-pool "${peers[@]}")
 declare -A port_h1=([elastic-pool]=$port_ep [nginx]=$port_ngx_h1 [haproxy]=$port_hap_h1 [nghttpx]=$port_ngh
         [nginx-auto]=$port_ngxa_h1 [haproxy-2t]=$port_hap2_h1)
 declare -A port_h2=([elastic-pool]=$port_ep [nginx]=$port_ngx_h2 [haproxy]=$port_hap_h2 [nghttpx]=$port_ngh
@@ -215,7 +221,7 @@ fi
 echo
 print_header
 for ((round = 1; round <= rounds; round++)); do
-        for proto in h1 h2; do
+        for proto in "${protos[@]}"; do
                 # the order turns by one each round: no proxy is always the first of a round, or always
                 # measured right after the same other one
                 for ((i = 0; i < ${#names[@]}; i++)); do
@@ -224,14 +230,14 @@ for ((round = 1; round <= rounds; round++)); do
                         measure "$name" "$proto" "$port" "${ppids[$name]}" "${wpids[$name]}"
                 done
         done
-        measure direct h1 "$port_direct" "" "$direct_pid"
+        [[ " ${protos[*]} " != *" h1 "* ]] || measure direct h1 "$port_direct" "" "$direct_pid"
 done
 
 echo
 echo "# medians over the $rounds round(s) (errors and requests: sums); 'quiet' counts the undisturbed rounds"
 print_header
 declare -A med
-for proto in h1 h2; do
+for proto in "${protos[@]}"; do
         for name in "${names[@]}" direct; do
                 [[ -n ${res[$name/$proto]:-} ]] || continue
                 med[$name/$proto]=$(printf '%s' "${res[$name/$proto]}" | median_row)
@@ -246,7 +252,7 @@ echo "# ratios: elastic-pool / the best single-loop peer (nginx worker_processes
 echo "#   --single-thread) of the same round, among that round's undisturbed peer rows; a round where"
 echo "#   elastic-pool's row or every peer's was disturbed is marked '!' and left out of the medians"
 echo "#   goals: req/s >= 1.00x and p99 <= 1.20x (issue 4); CPU per request <= 0.80x (issue 14)"
-for proto in h1 h2; do
+for proto in "${protos[@]}"; do
         : >"$work/ratios-$proto"
         for ((round = 1; round <= rounds; round++)); do
                 for name in elastic-pool "${peers[@]}"; do
@@ -288,7 +294,7 @@ if ((${#multi[@]} > 0)); then
         echo "# req/s on 2 cores: elastic-pool's one loop (pinned to CPU 0) / ${multi[*]} (unpinned) of the same"
         echo "#   round; above 1.00x a second front-end loop has nothing to win here (the worker and the load"
         echo "#   generator need the other CPU)"
-        for proto in h1 h2; do
+        for proto in "${protos[@]}"; do
                 for name in "${multi[@]}"; do
                         paste -d' ' <(printf '%s' "${res[elastic-pool/$proto]}") <(printf '%s' "${res[$name/$proto]}") |
                                 awk -v proto="$proto" -v name="$name" -v limit="$BENCH_DISTURBED" '{
@@ -311,7 +317,7 @@ if [[ -n $baseline ]]; then
         echo
         echo "# this build / the baseline (elastic-pool / elastic-pool@base), CPU per request: each round's pair, then"
         echo "#   the median of those ratios (a disturbed round moves one ratio, not the median)"
-        for proto in h1 h2; do
+        for proto in "${protos[@]}"; do
                 paste -d' ' <(printf '%s' "${res[elastic-pool/$proto]}") <(printf '%s' "${res[elastic-pool@base/$proto]}") |
                         awk -v proto="$proto" -v limit="$BENCH_DISTURBED" '{ d = ($9 + $10 > limit || $21 + $22 > limit)
                                 printf "%.4f %s %s round %d: %.2f / %.2f us = %.3f   (other%% %s / %s, steal%% %s / %s)%s\n",
