@@ -248,8 +248,8 @@ for proto in "${protos[@]}"; do
 done
 
 echo
-echo "# ratios: elastic-pool / the best single-loop peer (nginx worker_processes 1, HAProxy nbthread 1, nghttpx"
-echo "#   --single-thread) of the same round, among that round's undisturbed peer rows; a round where"
+echo "# ratios: elastic-pool / the best single-loop peer of the same round (of ${peers[*]}: nginx worker_processes 1,"
+echo "#   HAProxy nbthread 1, nghttpx --single-thread), among that round's undisturbed peer rows; a round where"
 echo "#   elastic-pool's row or every peer's was disturbed is marked '!' and left out of the medians"
 echo "#   goals: req/s >= 1.00x and p99 <= 1.20x (issue 4); CPU per request <= 0.80x (issue 14)"
 for proto in "${protos[@]}"; do

@@ -17,7 +17,22 @@ void open_requests_done(OpenRequests *o) {
         *o = (OpenRequests) {};
 }
 
-static void unlink_entry(OpenRequests *o, Exchange *x);
+static void unlink_entry(OpenRequests *o, Exchange *x) {
+        if (o->sweep_next == x)
+                o->sweep_next = x->open_next;
+        if (x->open_prev)
+                x->open_prev->open_next = x->open_next;
+        else
+                o->head = x->open_next;
+        if (x->open_next)
+                x->open_next->open_prev = x->open_prev;
+        else
+                o->tail = x->open_prev;
+        x->open_prev = x->open_next = NULL;
+        x->open = false;
+        if (x->open_worker < o->worker_slots && o->worker_open[x->open_worker] > 0)
+                o->worker_open[x->open_worker]--;
+}
 
 int open_requests_add(OpenRequests *o, Exchange *x) {
         int r;
@@ -38,23 +53,6 @@ int open_requests_add(OpenRequests *o, Exchange *x) {
         x->open_worker = x->worker;
         o->worker_open[x->worker]++;
         return 0;
-}
-
-static void unlink_entry(OpenRequests *o, Exchange *x) {
-        if (o->sweep_next == x)
-                o->sweep_next = x->open_next;
-        if (x->open_prev)
-                x->open_prev->open_next = x->open_next;
-        else
-                o->head = x->open_next;
-        if (x->open_next)
-                x->open_next->open_prev = x->open_prev;
-        else
-                o->tail = x->open_prev;
-        x->open_prev = x->open_next = NULL;
-        x->open = false;
-        if (x->open_worker < o->worker_slots && o->worker_open[x->open_worker] > 0)
-                o->worker_open[x->open_worker]--;
 }
 
 bool open_requests_remove(OpenRequests *o, Exchange *x) {
