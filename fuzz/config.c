@@ -20,7 +20,7 @@
 #include "fuzz-util.h"
 #include "log.h"
 
-static char path[64];
+static const char *path;
 
 static void write_input(const uint8_t *data, size_t size) {
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -64,12 +64,8 @@ static void check_loaded(const Config *c, const Config *defaults) {
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-        char dir[] = "/tmp/ep-fuzz-config.XXXXXX";
-
         log_set_max_level(LOG_CRIT);
-        if (!mkdtemp(dir))
-                abort();
-        (void) snprintf(path, sizeof path, "%s/group.conf", dir);
+        path = fuzz_scratch_path("config", "group.conf");
         return 0;
 }
 

@@ -167,12 +167,8 @@ static void step(void *userdata) {
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-        char dir[] = "/tmp/ep-fuzz-forward.XXXXXX";
-
         log_set_max_level(LOG_CRIT);
-        if (!mkdtemp(dir))
-                abort();
-        (void) snprintf(socket_path, sizeof socket_path, "%s/w.sock", dir);
+        (void) snprintf(socket_path, sizeof socket_path, "%s", fuzz_scratch_path("forward", "w.sock"));
         return 0;
 }
 

@@ -8,12 +8,38 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <systemd/sd-event.h>
 
 /* libFuzzer's entry points, which every target defines. */
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The one scratch file a target may have (a configuration file, a worker socket), in a fresh directory
+ * under /tmp that goes when the fuzzer exits: libFuzzer ends its runs with exit(), and the CTest runs
+ * of every build would otherwise leave a directory behind each time. A crash leaves it, beside the
+ * artifact that reproduces it. */
+static char fuzz_scratch_dir[64], fuzz_scratch_file[128];
+
+static inline void fuzz_scratch_remove(void) {
+        (void) unlink(fuzz_scratch_file);
+        (void) rmdir(fuzz_scratch_dir);
+}
+
+/* Makes /tmp/ep-fuzz-<target>.XXXXXX and returns the path of name inside it; aborts on failure. */
+static inline const char *fuzz_scratch_path(const char *target, const char *name) {
+        if (snprintf(fuzz_scratch_dir, sizeof fuzz_scratch_dir, "/tmp/ep-fuzz-%s.XXXXXX", target) >=
+            (int) sizeof fuzz_scratch_dir || !mkdtemp(fuzz_scratch_dir))
+                abort();
+        if (snprintf(fuzz_scratch_file, sizeof fuzz_scratch_file, "%s/%s", fuzz_scratch_dir, name) >=
+            (int) sizeof fuzz_scratch_file || atexit(fuzz_scratch_remove) != 0)
+                abort();
+        return fuzz_scratch_file;
+}
 
 /* Piece sizes the options byte picks from (its low three bits): one write of everything, single bytes,
  * and sizes that split heads, frame headers and chunk lines in different places. */
