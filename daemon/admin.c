@@ -17,6 +17,7 @@
 
 #include "accept-pause.h"
 #include "cleanup.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 #include "metrics.h"
@@ -69,12 +70,7 @@ static AdminConnection *connection_free(AdminConnection *c) {
         c->io = sd_event_source_disable_unref(c->io);
         c->timer = sd_event_source_disable_unref(c->timer);
         safe_close(c->fd);
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                c->admin->connections = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
+        LIST_REMOVE(c->admin->connections, c, prev, next);
         c->admin->n_connections--;
         free(c->out);
         free(c);
@@ -316,10 +312,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 safe_close(cfd);
                 return 0;
         }
-        *c = (AdminConnection) { .admin = a, .fd = cfd, .next = a->connections };
-        if (a->connections)
-                a->connections->prev = c;
-        a->connections = c;
+        *c = (AdminConnection) { .admin = a, .fd = cfd };
+        LIST_PREPEND(a->connections, c, prev, next);
         a->n_connections++;
         http_parser_init(&c->parser, HTTP_REQUEST);
         c->parser.data = c;

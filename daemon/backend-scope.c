@@ -21,6 +21,7 @@
 
 #include "backend.h"
 #include "cleanup.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 #include "time-util.h"
@@ -83,12 +84,7 @@ static const char *bus_error_text(const sd_bus_error *e, int error) {
 static Placement *placement_free(Placement *p) {
         if (!p)
                 return NULL;
-        if (p->prev)
-                p->prev->next = p->next;
-        else
-                p->scope->placements = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
+        LIST_REMOVE(p->scope->placements, p, prev, next);
         /* Unreffing a pending call's slot cancels it: its reply will never reach us. (sd-bus holds its
          * own reference while the slot's callback runs, so this is safe from inside it too.) */
         p->worker->place.job_slot = sd_bus_slot_unref(p->worker->place.job_slot);
@@ -108,11 +104,8 @@ static int placement_new(Scope *s, Worker *w, Placement **ret) {
                 .scope = s,
                 .worker = w,
                 .started_at = now_usec(CLOCK_MONOTONIC),
-                .next = s->placements,
         };
-        if (s->placements)
-                s->placements->prev = p;
-        s->placements = p;
+        LIST_PREPEND(s->placements, p, prev, next);
         *ret = p;
         return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "cleanup.h"
 #include "journal-ids.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 
@@ -27,12 +28,7 @@ static bool can(unsigned capabilities, ElasticPool__Capability cap) {
 static void move_free(Move *mv) {
         Moves *m = mv->moves;
 
-        if (mv->prev)
-                mv->prev->next = mv->next;
-        else
-                m->list = mv->next;
-        if (mv->next)
-                mv->next->prev = mv->prev;
+        LIST_REMOVE(m->list, mv, prev, next);
         if (mv->user && mv->user->move == mv)
                 mv->user->move = NULL;
         mv->timer = sd_event_source_disable_unref(mv->timer);
@@ -264,11 +260,8 @@ static int start(Moves *m, SurfaceUser *u, unsigned to, const char *why, bool re
                 .fresh = fresh,
                 .started = now,
                 .why = strdup(why),
-                .next = m->list,
         };
-        if (m->list)
-                m->list->prev = mv;
-        m->list = mv;
+        LIST_PREPEND(m->list, mv, prev, next);
         u->move = mv;
         m->surface->version++;
         if (m->event) {

@@ -5,6 +5,7 @@
 #include "connection.h"
 
 #include "frontend-internal.h"
+#include "list.h"
 #include "log.h"
 
 sd_event *frontend_event(Frontend *fe) {
@@ -29,11 +30,7 @@ void frontend_connection_register(Frontend *fe, FrontendConnection *c, const Fro
         c->frontend = fe;
         c->peer = *peer;
         c->opened = now_usec(CLOCK_MONOTONIC);
-        c->prev = NULL;
-        c->next = fe->connections;
-        if (fe->connections)
-                fe->connections->prev = c;
-        fe->connections = c;
+        LIST_PREPEND(fe->connections, c, prev, next);
         fe->n_connections++;
         trim_schedule_opened(&fe->trim, fe->n_connections);
 }
@@ -53,13 +50,8 @@ static void trim_arm(Frontend *fe, usec_t at) {
 void frontend_connection_unregister(Frontend *fe, FrontendConnection *c) {
         usec_t trim_at;
 
-        if (c->prev)
-                c->prev->next = c->next;
-        else if (fe->connections == c)
-                fe->connections = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        c->prev = c->next = NULL;
+        if (c->prev || fe->connections == c) /* registered */
+                LIST_REMOVE(fe->connections, c, prev, next);
         if (fe->n_connections > 0)
                 fe->n_connections--;
         trim_at = trim_schedule_closed(&fe->trim, fe->n_connections, frontend_now(fe));

@@ -16,6 +16,7 @@
 
 #include "cleanup.h"
 #include "fd-util.h"
+#include "list.h"
 #include "macro.h"
 
 static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
@@ -396,25 +397,11 @@ void cookie_revocations_init(CookieRevocations *r, size_t max) {
 }
 
 static void record_unlink(CookieRevocations *r, CookieRevocation *e) {
-        if (e->older)
-                e->older->newer = e->newer;
-        else
-                r->oldest = e->newer;
-        if (e->newer)
-                e->newer->older = e->older;
-        else
-                r->newest = e->older;
-        e->older = e->newer = NULL;
+        QUEUE_REMOVE(r->oldest, r->newest, e, older, newer);
 }
 
 static void record_append(CookieRevocations *r, CookieRevocation *e) {
-        e->older = r->newest;
-        e->newer = NULL;
-        if (r->newest)
-                r->newest->newer = e;
-        else
-                r->oldest = e;
-        r->newest = e;
+        QUEUE_APPEND(r->oldest, r->newest, e, older, newer);
 }
 
 static void record_drop(CookieRevocations *r, CookieRevocation *e) {

@@ -23,6 +23,7 @@
 
 #include "forward-serialize.h"
 #include "forward.h"
+#include "list.h"
 #include "macro.h"
 #include "slot-share.h"
 
@@ -96,15 +97,7 @@ static inline void list_insert_after(List *l, Link *after, Link *k) {
 }
 
 static inline void list_remove(List *l, Link *k) {
-        if (k->prev)
-                k->prev->next = k->next;
-        else
-                l->head = k->next;
-        if (k->next)
-                k->next->prev = k->prev;
-        else
-                l->tail = k->prev;
-        k->prev = k->next = NULL;
+        QUEUE_REMOVE(l->head, l->tail, k, prev, next);
         l->n--;
 }
 

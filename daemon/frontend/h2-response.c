@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "h2-internal.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 
@@ -424,12 +425,7 @@ void h2_run_releases(H2Connection *c) {
 
         while ((s = c->releases)) {
                 c->releases = s->resume_next;
-                if (s->prev)
-                        s->prev->next = s->next;
-                else
-                        c->orphans = s->next;
-                if (s->next)
-                        s->next->prev = s->prev;
+                LIST_REMOVE(c->orphans, s, prev, next);
                 c->n_orphans--;
                 c->refused_in_a_row = 0;
                 h2_stream_drop_exchange(s);

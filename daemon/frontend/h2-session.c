@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "h2-internal.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 
@@ -93,10 +94,7 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
                 return refuse_stream(c, id, NGHTTP2_INTERNAL_ERROR);
         }
         (void) nghttp2_session_set_stream_user_data(session, id, s);
-        s->next = c->streams;
-        if (c->streams)
-                c->streams->prev = s;
-        c->streams = s;
+        LIST_PREPEND(c->streams, s, prev, next);
         c->n_streams++;
         c->refused_in_a_row = 0;
         h2_idle_update(c);

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "h2-internal.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 #include "request-check.h"
@@ -485,13 +486,7 @@ void h2_stream_closed(Stream *s, uint32_t error_code) {
                 pending_remove(s);
         h2_stream_forget_response(s);
 
-        if (s->prev)
-                s->prev->next = s->next;
-        else
-                c->streams = s->next;
-        if (s->next)
-                s->next->prev = s->prev;
-        s->prev = s->next = NULL;
+        LIST_REMOVE(c->streams, s, prev, next);
         c->n_streams--;
 
         /* A client reset does not end the worker's request. The exchange stays, its response discarded,
@@ -507,10 +502,7 @@ void h2_stream_closed(Stream *s, uint32_t error_code) {
                           "keeping it until the worker is done.",
                           c->peer, s->id, nghttp2_http2_strerror(error_code), s->x->worker);
                 s->orphan = true;
-                s->next = c->orphans;
-                if (c->orphans)
-                        c->orphans->prev = s;
-                c->orphans = s;
+                LIST_PREPEND(c->orphans, s, prev, next);
                 c->n_orphans++;
         } else {
                 h2_stream_drop_exchange(s);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 #include "time-util.h"
@@ -47,27 +48,13 @@ struct IoBatch {
 };
 
 static void pending_unlink(IoBatch *b, IoSource *s) {
-        if (s->prev)
-                s->prev->next = s->next;
-        else
-                b->pending = s->next;
-        if (s->next)
-                s->next->prev = s->prev;
-        else
-                b->pending_tail = s->prev;
-        s->prev = s->next = NULL;
+        QUEUE_REMOVE(b->pending, b->pending_tail, s, prev, next);
         s->enabled = false;
 }
 
 static void pending_append(IoBatch *b, IoSource *s) {
         s->seq = ++b->seq;
-        s->prev = b->pending_tail;
-        s->next = NULL;
-        if (b->pending_tail)
-                b->pending_tail->next = s;
-        else
-                b->pending = s;
-        b->pending_tail = s;
+        QUEUE_APPEND(b->pending, b->pending_tail, s, prev, next);
         s->enabled = true;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "id-array.h"
+#include "list.h"
 #include "macro.h"
 
 void open_requests_init(OpenRequests *o) {
@@ -20,15 +21,7 @@ void open_requests_done(OpenRequests *o) {
 static void unlink_entry(OpenRequests *o, Exchange *x) {
         if (o->sweep_next == x)
                 o->sweep_next = x->open_next;
-        if (x->open_prev)
-                x->open_prev->open_next = x->open_next;
-        else
-                o->head = x->open_next;
-        if (x->open_next)
-                x->open_next->open_prev = x->open_prev;
-        else
-                o->tail = x->open_prev;
-        x->open_prev = x->open_next = NULL;
+        QUEUE_REMOVE(o->head, o->tail, x, open_prev, open_next);
         x->open = false;
         if (x->open_worker < o->worker_slots && o->worker_open[x->open_worker] > 0)
                 o->worker_open[x->open_worker]--;
@@ -42,13 +35,7 @@ int open_requests_add(OpenRequests *o, Exchange *x) {
                 return r;
         if (x->open) /* opened again, on x->worker now: once in the list, counted for that worker */
                 unlink_entry(o, x);
-        x->open_prev = o->tail;
-        x->open_next = NULL;
-        if (o->tail)
-                o->tail->open_next = x;
-        else
-                o->head = x;
-        o->tail = x;
+        QUEUE_APPEND(o->head, o->tail, x, open_prev, open_next);
         x->open = true;
         x->open_worker = x->worker;
         o->worker_open[x->worker]++;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hashmap.h"
+#include "list.h"
 #include "macro.h"
 
 #define TABLE_INITIAL 16U
@@ -181,15 +182,7 @@ static ShareBucket *bucket_of(SlotShare *s, const ShareClient *c) {
 static void bucket_unlink(SlotShare *s, ShareClient *c) {
         ShareBucket *b = bucket_of(s, c);
 
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                b->head = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        else
-                b->tail = c->prev;
-        c->prev = c->next = NULL;
+        QUEUE_REMOVE(b->head, b->tail, c, prev, next);
 }
 
 static void bucket_leave(SlotShare *s, ShareClient *c) {
@@ -202,13 +195,7 @@ static void bucket_enter(SlotShare *s, ShareClient *c) {
 
         if (!c->ready_head)
                 return;
-        c->next = NULL;
-        c->prev = b->tail;
-        if (b->tail)
-                b->tail->next = c;
-        else
-                b->head = c;
-        b->tail = c;
+        QUEUE_APPEND(b->head, b->tail, c, prev, next);
         s->lowest = MIN(s->lowest, (unsigned) (b - s->buckets));
 }
 
@@ -236,28 +223,16 @@ void slot_share_queue(SlotShare *s, ShareClient *c) {
 }
 
 void slot_share_ready(SlotShare *s, ShareClient *c, ShareLink *l) {
-        l->next = NULL;
-        l->prev = c->ready_tail;
-        if (c->ready_tail)
-                c->ready_tail->next = l;
-        else {
-                c->ready_head = l;
-                bucket_enter(s, c);
-        }
-        c->ready_tail = l;
+        bool first = !c->ready_head;
+
+        QUEUE_APPEND(c->ready_head, c->ready_tail, l, prev, next);
+        if (first)
+                bucket_enter(s, c); /* it has a turn now */
         s->ready++;
 }
 
 static void ready_remove(SlotShare *s, ShareClient *c, ShareLink *l) {
-        if (l->prev)
-                l->prev->next = l->next;
-        else
-                c->ready_head = l->next;
-        if (l->next)
-                l->next->prev = l->prev;
-        else
-                c->ready_tail = l->prev;
-        l->prev = l->next = NULL;
+        QUEUE_REMOVE(c->ready_head, c->ready_tail, l, prev, next);
         s->ready--;
 }
 

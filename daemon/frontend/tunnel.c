@@ -13,6 +13,7 @@
 
 #include "frontend-internal.h"
 #include "id-array.h"
+#include "list.h"
 #include "log.h"
 #include "macro.h"
 #include "router.h"
@@ -92,10 +93,7 @@ int tunnel_open(Exchange *x) {
                         return r;
                 }
         }
-        t->next = fe->tunnels;
-        if (fe->tunnels)
-                fe->tunnels->prev = t;
-        fe->tunnels = t;
+        LIST_PREPEND(fe->tunnels, t, prev, next);
         fe->n_tunnels++;
         x->tunnel = t;
         log_debug("Request %s: WebSocket tunnel to w%u open", x->id, x->worker);
@@ -110,12 +108,7 @@ void tunnel_close(Exchange *x) {
                 return;
         fe = t->fe;
         x->tunnel = NULL;
-        if (t->prev)
-                t->prev->next = t->next;
-        else
-                fe->tunnels = t->next;
-        if (t->next)
-                t->next->prev = t->prev;
+        LIST_REMOVE(fe->tunnels, t, prev, next);
         fe->n_tunnels--;
         t->timer = sd_event_source_disable_unref(t->timer);
         log_debug("Request %s: WebSocket tunnel to w%u closed (%" PRIu64 " frames to the worker, %" PRIu64
