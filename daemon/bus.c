@@ -83,7 +83,7 @@ static Worker *pick_to_retire(Bus *b) {
 
 /* Something leaves already (a drain, a retiring or stopping worker): the next retire waits for it. */
 static bool pool_shrinking(const Bus *b) {
-        if (b->compaction->drain.worker != 0)
+        if (compaction_draining(b->compaction))
                 return true;
         for (size_t i = 0; i < b->pool->n_workers; i++)
                 if (b->pool->workers[i]->state == WORKER_DRAINING ||

@@ -206,7 +206,7 @@ void compaction_worker_gone(Compaction *c, unsigned worker, usec_t now) {
 static int drain_begin(Compaction *c, Worker *w, const char *why, bool asked, usec_t now) {
         char *copy;
 
-        if (c->drain.worker != 0)
+        if (compaction_draining(c))
                 return -EBUSY;
         /* routable and not drained yet; an outdated one (a rolling reload) takes no users, but drains */
         if (!worker_is_routable(w) || w->evacuating || w == c->pool->reception)
@@ -299,7 +299,7 @@ int compaction_replace(Compaction *c, unsigned worker, const char *why, usec_t n
                 return -ENOENT;
         if (w == c->pool->reception)
                 return -EPERM;
-        if (c->drain.worker != 0)
+        if (compaction_draining(c))
                 return -EBUSY;
         if (surface_worker_users(c->surface, w->id) == 0) {
                 pool_retire_worker(c->pool, w, why);

@@ -53,6 +53,11 @@ typedef struct Compaction {
 } Compaction;
 
 void compaction_init(Compaction *c, Pool *pool, Capacity *capacity, Surface *surface, Moves *moves);
+
+/* Whether a drain is under way: the pool is shrinking, and relief and reloads wait for it. */
+static inline bool compaction_draining(const Compaction *c) {
+        return c->drain.worker != 0;
+}
 /* Forgets the drain in progress (shutdown: the moves are ended by moves_done()). */
 void compaction_done(Compaction *c);
 

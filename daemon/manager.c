@@ -479,12 +479,14 @@ static void on_worker_routable(Worker *w, void *userdata) {
         bus_worker_spawned(m->bus, w);
         /* a worker taken back: the pool is judged once all of them are (on_adopted) */
         if (m->pool.adopting == 0) {
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+
                 /* first: a new-definition worker takes over new users before the policies judge the pool */
-                rollout_step(&m->rollout, now_usec(CLOCK_MONOTONIC));
+                rollout_step(&m->rollout, now);
                 capacity_check(&m->capacity);
-                compaction_step(&m->compaction, now_usec(CLOCK_MONOTONIC));
+                compaction_step(&m->compaction, now);
                 /* a saturated worker hands users to the newcomer now, not at the next burst sample */
-                relief_burst_check(&m->relief, m->compaction.drain.worker != 0, now_usec(CLOCK_MONOTONIC));
+                relief_burst_check(&m->relief, compaction_draining(&m->compaction), now);
         }
         manager_write_status(m);
 }
@@ -520,7 +522,7 @@ static void on_report(Worker *w, Row *row, void *userdata) {
                 return; /* the burst path's alone: w's reading did not change */
         compaction_step(&m->compaction, row->received);
         rollout_step(&m->rollout, row->received);
-        relief_report(&m->relief, w, m->compaction.drain.worker != 0, row->received);
+        relief_report(&m->relief, w, compaction_draining(&m->compaction), row->received);
 }
 
 static void on_move_frame(Worker *w, const Frame *f, void *userdata) {
@@ -664,7 +666,7 @@ static int drain(unsigned worker, const Decision *d, char *why, size_t why_size,
 static void on_burst_sampled(usec_t now, void *userdata) {
         Manager *m = userdata;
 
-        relief_burst_check(&m->relief, m->compaction.drain.worker != 0, now);
+        relief_burst_check(&m->relief, compaction_draining(&m->compaction), now);
 }
 
 void manager_wire(Manager *m) {

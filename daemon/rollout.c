@@ -147,7 +147,7 @@ void rollout_step(Rollout *r, usec_t now) {
         }
         if (c.new_routable > 0 && !p->rolling)
                 pool_set_rolling(p, true);
-        if (r->compaction->drain.worker != 0) {
+        if (compaction_draining(r->compaction)) {
                 progress(r, step_key(r->total - c.old_alive + 1, r->compaction->drain.worker, 1),
                          "%u/%u: moving %u users off w%u", r->total - c.old_alive + 1, r->total,
                          surface_worker_users(r->surface, r->compaction->drain.worker), r->compaction->drain.worker);
