@@ -5,8 +5,9 @@
 # compaction drains the non-reception workers by live moves ("Compaction: draining wN by live moves",
 # "Compaction: wN drained: K users moved ...; retiring it") until one worker is left. Meanwhile every
 # user goes on with sequential requests: its /state counter goes on without reset or gap, its blob_crc
-# never changes, no request of the run gets a non-2xx answer (or none), and at the end status.json names
-# one worker, the one all users live on. compaction-users.py drives the users and the load.
+# never changes, no request of the run gets a non-2xx answer (or none), and at the end all users live on
+# the one worker compaction left (a newcomer spawned beside it afterwards, on its reading, holds none of
+# them). compaction-users.py drives the users and the load.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/commander-lib.sh"
 . "$(dirname "$0")/frontend-lib.sh"
@@ -38,7 +39,5 @@ stopped=$(grep -cE 'Compaction: drain of w[0-9]+ stopped' "$EP_LOG" || true)
 held=$(grep -E 'Move [0-9]+ of user .*\(compaction; ' "$EP_LOG" | grep -cvE '; 0 held requests released' || true)
 note "$drains drains ($stopped stopped and begun again), $moved users moved by them, $aborted moves aborted" \
         "(the users stayed and went on); $held drain moves released held requests"
-n=$(status_get '["workers"].__len__()')
-((n == 1)) || fail "status.json names $n workers at the end, want 1"
 commander_alive || fail "the commander died"
 fe_stop

@@ -297,6 +297,7 @@ def main():
             return finish(run, users, result)
         result["compaction_s"] = round(time.monotonic() - t_idle, 2)
         result["drains_done"] = s.get("drains_done")
+        result["survivor"] = s["workers"][0]["name"]
         note(f"1 worker left {result['compaction_s']}s after the load stopped ({s.get('drains_done')} drains); "
              f"last_drain: {s.get('last_drain')}")
         # every user answers twice more on the survivor
@@ -326,13 +327,19 @@ def finish(run, users, result):
         "max_state_ms": round(max((u.max_state_ms for u in users), default=0), 1),
         "spread_at_end": spread,
     })
-    survivor = read_status(run.args.status) or {}
-    names = [w["name"] for w in survivor.get("workers", [])]
+    names = [w["name"] for w in (read_status(run.args.status) or {}).get("workers", [])]
     if result["ok"]:
-        if len(names) != 1:
-            run.failure(f"status.json at the end names {names}, want exactly 1 worker")
-        elif list(spread) != [names[0][1:]]:
-            run.failure(f"users at the end live on {spread}, want all on {names[0]}")
+        # The users keep working on the survivor, and a worker its own reading shows busy enough (on a
+        # loaded machine, the moved users' installs and requests together) may have a newcomer spawned
+        # beside it: that is growth, right on a reading. What compaction must have done stays checked:
+        # one worker left, and every user on it still.
+        survivor = result["survivor"]
+        if survivor not in names:
+            run.failure(f"status.json at the end names {names}, not the survivor {survivor}")
+        elif list(spread) != [survivor[1:]]:
+            run.failure(f"users at the end live on {spread}, want all on {survivor}")
+        elif len(names) > 1:
+            note(f"workers at the end: {names}; spawned after the compaction, on a reading of {survivor}")
     return conclude(run, users, result)
 
 
