@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Spawn -> routable latency of the demo worker under the commander, for the cgroup backend (the commander
 # in a fresh cgroup v2 parent of this run) and the scope backend (inside the shared systemd user sandbox),
-# beside `systemd-run --user --scope true` measured in the same run and sandbox. A benchmark, never a
+# beside `systemd-run --user --scope true` measured in the same rounds and sandbox. A benchmark, never a
 # test: the figures are for people.
 #
 #   sudo bench/spawn-latency.sh [BUILD_DIR]        (default: the tree scripts/build.sh builds)
@@ -18,19 +18,30 @@
 #   <backend> burst of N, spawn->routable   min_workers = max_workers = N started at once: overlapping spawns
 #   systemd-run --user --scope true      a whole transient scope round trip (client start, bus, job, exec)
 #   posix_spawn /bin/true                the floor: one process start and exit
+# Rounds: each of BENCH_ROUNDS (3) rounds runs every case once (cgroup respawn, cgroup burst, posix_spawn,
+# then the sandbox: scope respawn, scope burst, systemd-run), in an order that turns by one case each
+# round, and prints its rows as they are measured, each with its other% and steal% and '!' when disturbed
+# (the sandbox's rows share one span). After the rounds: per case the median of its undisturbed rounds'
+# medians; per round the cgroup and the scope spawn->routable median over that round's systemd-run median,
+# '!' when a row of the pair was disturbed, and the median of the undisturbed rounds' ratios.
 # Goal (issue 3): cgroup spawn->routable median <= 30 ms.
-# Environment: BENCH_SPAWNS (30), BENCH_BURST (30), EP_SANDBOX (the systemd user sandbox, default
-# tests/system/systemd-user-sandbox, the repository's own), BENCH_KEEP=DIR (keep the logs).
+# Environment: BENCH_ROUNDS (3), BENCH_SPAWNS (30), BENCH_BURST (30), BENCH_DISTURBED (5: other% + steal% over
+# it marks a row), EP_SANDBOX (the systemd user sandbox, default tests/system/systemd-user-sandbox, the
+# repository's own), BENCH_KEEP=DIR (keep the logs, one directory per round).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+rounds=${BENCH_ROUNDS:-3}
 spawns=${BENCH_SPAWNS:-30}
 burst=${BENCH_BURST:-30}
 sandbox=${EP_SANDBOX:-$top/tests/system/systemd-user-sandbox}
 
 BENCH_NAME=spawn-latency
 # shellcheck source=bench/bench-lib.sh
-. "$top/bench/bench-lib.sh" # fail, wait_log, and the disturbance of each row (span_begin, span_end)
+. "$top/bench/bench-lib.sh" # fail, wait_log, the disturbance of each row (span_begin, span_end), pairs_median
+for v in BENCH_ROUNDS="$rounds" BENCH_SPAWNS="$spawns" BENCH_BURST="$burst"; do
+        [[ ${v#*=} =~ ^[1-9][0-9]*$ ]] || fail "${v%%=*} must be a positive integer, not '${v#*=}'"
+done
 [[ $(id -u) -eq 0 ]] || fail "run as root (cgroups, the sandbox)"
 
 # stats LABEL UNIT_DIVISOR: "label n median p95 min max" (in ms) of the numbers on stdin; p95 nearest rank.
@@ -151,12 +162,9 @@ trap 'exit 1' INT TERM
 
 # start_cgroup_commander CONF LOG RUNTIME_DIR: the commander inside the run's fresh cgroup parent.
 start_cgroup_commander() {
-        mkdir "$cg"
-        for c in $(cat "$cgroot/cgroup.subtree_control" 2>/dev/null); do
-                echo "+$c" >"$cg/cgroup.subtree_control" 2>/dev/null || true
-        done
+        make_cgroup "$cg" # bench-lib.sh: with every controller the root hands down
         bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$commander" --group benchc --config "$1" \
-                --runtime-dir "$3" --state-dir "$work/state" --no-frontend >"$2" 2>&1 &
+                --runtime-dir "$3" --state-dir "$3.state" --no-frontend >"$2" 2>&1 &
         cpid=$!
 }
 stop_cgroup_commander() {
@@ -168,85 +176,171 @@ stop_cgroup_commander() {
 }
 
 # A row's disturbance: row_begin before it, row_note after; sets $note ("other% steal%", '!' on other%
-# when disturbed). The row's own CPU is everything it ran: the commander and its workers (children of
-# this script's children, reaped by them), the helper, the sandbox and what ran in it, once they ended.
+# when disturbed) and $note_fields ("other steal mark", mark '!' or '-'). The row's own CPU is everything
+# it ran: the commander and its workers (children of this script's children, reaped by them), the helper,
+# the sandbox and what ran in it, once they ended.
+row_span="" row_c0=0
 row_begin() { row_span=$(span_begin); children_usec row_c0; }
 row_note() {
         local c1 o st m
         children_usec c1
         read -r o st m _ < <(span_end "$row_span" $((c1 - row_c0)))
+        note_fields="$o $st $m"
         [[ $m == '!' ]] || m=""
         note=$(printf '%7s %6s' "$o$m" "$st")
 }
 
-rows=()
-row_begin
-log=$work/cgroup-respawn.log
-write_conf "$work/cgroup-1.conf" cgroup 1
-start_cgroup_commander "$work/cgroup-1.conf" "$log" "$work/run-cgroup-1"
-wait_log 30 "$log" "Ready: 1 workers routable" || { tail "$log" >&2; fail "cgroup: the commander did not get ready"; }
-"$helper" respawn "$work/run-cgroup-1" "$spawns" >"$work/cgroup-kill.txt" || fail "cgroup: respawn loop failed"
-stop_cgroup_commander
-row_note
-rows+=("$(routable_ms "$log" 1 | stats "cgroup respawn, spawn->routable" 1) $note")
-rows+=("$(awk '{ print $3 }' "$work/cgroup-kill.txt" | stats "cgroup respawn, kill->routable" 1000) $note")
-# the SIGKILL deaths are the benchmark's own doing; anything else is worth a look
-grep -E 'WARNING: |ERROR: ' "$log" | grep -v 'killed by signal SIGKILL' >"$work/cgroup-warnings.txt" || true
+# emit_row "LINE OF stats": prints it as a row of round $round with $note, and keeps it for the summary in
+# $work/rows.txt as "ROUND<tab>LABEL<tab>N MEDIAN P95 MIN MAX OTHER STEAL MARK".
+emit_row() {
+        printf '%-5s %s %s\n' "$round" "$1" "$note"
+        awk -v r="$round" -v d="$note_fields" '{ l = $1; for (i = 2; i <= NF - 5; i++) l = l " " $i
+                printf "%s\t%s\t%s %s %s %s %s %s\n", r, l, $(NF - 4), $(NF - 3), $(NF - 2), $(NF - 1), $NF, d }' \
+                <<<"$1" >>"$work/rows.txt"
+}
 
-row_begin
-log=$work/cgroup-burst.log
-write_conf "$work/cgroup-burst.conf" cgroup "$burst"
-start_cgroup_commander "$work/cgroup-burst.conf" "$log" "$work/run-cgroup-burst"
-wait_log 60 "$log" "Ready: $burst workers routable" || { tail "$log" >&2; fail "cgroup: burst did not get ready"; }
-stop_cgroup_commander
-row_note
-rows+=("$(routable_ms "$log" 0 | stats "cgroup burst of $burst, spawn->routable" 1) $note")
-grep -E 'WARNING: |ERROR: ' "$log" | grep -v 'killed by signal SIGKILL' >>"$work/cgroup-warnings.txt" || true
-
-row_begin
-"$helper" exec "$spawns" /bin/true >"$work/posix-spawn.txt"
-row_note
-rows+=("$(stats "posix_spawn /bin/true" 1000 <"$work/posix-spawn.txt") $note")
-
-scope_note=""
-if [[ -x $sandbox ]] && command -v unshare dbus-daemon >/dev/null; then
+# The cases of a round, each measured into the round's own directory $rw.
+cgroup_respawn() {
+        local log=$rw/cgroup-respawn.log
         row_begin
-        if "$sandbox" bash "$0" --scope-part "$work" "$build" >"$work/scope-rows.txt" 2>"$work/scope-err.txt"; then
-                # one span for the whole sandbox part: its rows share other% and steal%
-                row_note
-                mapfile -t scope_rows < <(grep -v '^#' "$work/scope-rows.txt" | sed "s/\$/ $note/")
-                rows+=("${scope_rows[@]}")
-                grep '^#' "$work/scope-rows.txt" >"$work/scope-notes.txt" || true
+        write_conf "$rw/cgroup-1.conf" cgroup 1
+        start_cgroup_commander "$rw/cgroup-1.conf" "$log" "$rw/run-cgroup-1"
+        wait_log 30 "$log" "Ready: 1 workers routable" || { tail "$log" >&2; fail "cgroup: the commander did not get ready"; }
+        "$helper" respawn "$rw/run-cgroup-1" "$spawns" >"$rw/cgroup-kill.txt" || fail "cgroup: respawn loop failed"
+        stop_cgroup_commander
+        row_note
+        emit_row "$(routable_ms "$log" 1 | stats "cgroup respawn, spawn->routable" 1)"
+        emit_row "$(awk '{ print $3 }' "$rw/cgroup-kill.txt" | stats "cgroup respawn, kill->routable" 1000)"
+        # the SIGKILL deaths are the benchmark's own doing; anything else is worth a look
+        { grep -E 'WARNING: |ERROR: ' "$log" | grep -v 'killed by signal SIGKILL' | sed "s/^/round $round: /"; } \
+                >>"$work/cgroup-warnings.txt" || true
+}
+cgroup_burst() {
+        local log=$rw/cgroup-burst.log
+        row_begin
+        write_conf "$rw/cgroup-burst.conf" cgroup "$burst"
+        start_cgroup_commander "$rw/cgroup-burst.conf" "$log" "$rw/run-cgroup-burst"
+        wait_log 60 "$log" "Ready: $burst workers routable" || { tail "$log" >&2; fail "cgroup: burst did not get ready"; }
+        stop_cgroup_commander
+        row_note
+        emit_row "$(routable_ms "$log" 0 | stats "cgroup burst of $burst, spawn->routable" 1)"
+        { grep -E 'WARNING: |ERROR: ' "$log" | grep -v 'killed by signal SIGKILL' | sed "s/^/round $round: /"; } \
+                >>"$work/cgroup-warnings.txt" || true
+}
+spawn_true() {
+        row_begin
+        "$helper" exec "$spawns" /bin/true >"$rw/posix-spawn.txt"
+        row_note
+        emit_row "$(stats "posix_spawn /bin/true" 1000 <"$rw/posix-spawn.txt")"
+}
+scope_skip="" # why the sandbox's rows are not measured: set once, no later round tries again
+sandbox_part() {
+        local rc=0 line
+        [[ -z $scope_skip ]] || return 0
+        row_begin
+        "$sandbox" bash "$0" --scope-part "$rw" "$build" >"$rw/scope-rows.txt" 2>"$rw/scope-err.txt" || rc=$?
+        # one span for the whole sandbox part: its rows share other% and steal%
+        row_note
+        if ((rc == 0)); then
+                while IFS= read -r line; do emit_row "$line"; done < <(grep -v '^#' "$rw/scope-rows.txt" || true)
+                grep '^#' "$rw/scope-rows.txt" || true
+        elif ((rc == 77)); then # the sandbox cannot run on this machine: its reason is on stdout
+                scope_skip="scope part skipped: $(grep -m 1 SKIP "$rw/scope-rows.txt" || echo "status 77")"
+                echo "# $scope_skip"
         else
-                scope_note="scope part failed: $(tail -n 3 "$work/scope-err.txt" | tr '\n' ' ')"
+                echo "# round $round: scope part failed (status $rc): $(tail -n 3 "$rw/scope-err.txt" | tr '\n' ' ')"
         fi
-else
-        scope_note="scope part skipped: no systemd user sandbox at $sandbox"
+}
+run_case() {
+        case $1 in
+        cgroup_respawn) cgroup_respawn ;;
+        cgroup_burst) cgroup_burst ;;
+        spawn_true) spawn_true ;;
+        sandbox) sandbox_part ;;
+        esac
+}
+
+if ! [[ -x $sandbox ]] || ! command -v unshare >/dev/null || ! command -v dbus-daemon >/dev/null; then
+        scope_skip="scope part skipped: no systemd user sandbox at $sandbox (or no unshare, dbus-daemon)"
 fi
+cases=(cgroup_respawn cgroup_burst spawn_true sandbox)
+: >"$work/rows.txt"
 
 echo "# spawn-latency: $(uname -r), $(nproc) cpus, $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# elastic-pool $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$top" diff --quiet HEAD -- daemon 2>/dev/null || echo ' +local changes') ($build), demo worker with default options, $spawns spawns a row"
+echo "# elastic-pool $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$top" diff --quiet HEAD -- daemon 2>/dev/null || echo ' +local changes') ($build), demo worker with default options, $spawns spawns a row, $rounds round(s)"
+echo "# every round runs every case once, in an order that turns by one case each round; rows as they are measured"
 echo "# spawn->routable: the commander's log figure (whole ms, truncated); kill->routable: outside, microsecond clock"
 echo "# other%: CPU of processes outside the row, steal%: the hypervisor's (/proc/stat), in % of one CPU; '!': disturbed"
-printf '%-40s %4s %8s %8s %8s %8s %7s %6s\n' "what (ms)" n median p95 min max other% steal%
-printf '%s\n' "${rows[@]}"
-[[ -s $work/scope-notes.txt ]] && cat "$work/scope-notes.txt"
-[[ -n $scope_note ]] && echo "# $scope_note"
+echo "#   (the sandbox's rows, scope and systemd-run, share one span)"
+[[ -z $scope_skip ]] || echo "# $scope_skip"
 echo
-# "median other%" of the row whose label starts with $1 (after the label: n median p95 min max other% steal%)
-median_of() { printf '%s\n' "${rows[@]}" | awk -v l="$1" 'index($0, l) == 1 { print $(NF - 5), $(NF - 1) }'; }
-read -r c co <<<"$(median_of "cgroup respawn, spawn->routable")"
-read -r s so <<<"$(median_of "scope respawn, spawn->routable")"
-read -r r ro <<<"$(median_of "systemd-run --user --scope true")"
-awk -v c="$c" -v s="$s" -v r="$r" -v co="$co" -v so="$so" -v ro="$ro" 'BEGIN {
-        printf "# goal: cgroup spawn->routable median <= 30 ms: %s (%.2f ms)%s\n", (c != "" && c <= 30) ? "met" : "NOT met", c,
-                co ~ /!/ ? "  ! the row was disturbed, rerun" : ""
-        if (r != "" && r > 0) {
-                printf "# ratio cgroup spawn->routable / systemd-run --user --scope true (medians, one run): %.2fx%s\n", c / r,
-                        (co ~ /!/ || ro ~ /!/) ? "  ! a row of the pair was disturbed" : ""
-                if (s != "") printf "# ratio scope spawn->routable / systemd-run --user --scope true (medians, one run): %.2fx%s\n",
-                        s / r, (so ~ /!/ || ro ~ /!/) ? "  ! a row of the pair was disturbed" : ""
-        } }'
+printf '%-5s %-40s %4s %8s %8s %8s %8s %7s %6s\n' round "what (ms)" n median p95 min max other% steal%
+for ((round = 1; round <= rounds; round++)); do
+        rw=$work/r$round
+        mkdir "$rw"
+        # the order turns by one each round: no case is always the first of a round, or always right after
+        # the same other one
+        for ((i = 0; i < ${#cases[@]}; i++)); do
+                run_case "${cases[(i + round - 1) % ${#cases[@]}]}"
+        done
+done
+
+echo
+echo "# per case: the median of its undisturbed rounds' medians, and the lowest and highest of those; 'quiet'"
+echo "#   counts its undisturbed rounds (a case with none: over all its rounds, marked '!', to be rerun)"
+printf '%-40s %6s %8s %8s %8s\n' "what (ms)" quiet median min max
+awk -F'\t' 'function sort(a, n,   i, k, x) {
+                for (i = 2; i <= n; i++) { x = a[i]; for (k = i - 1; k >= 1 && a[k] > x; k--) a[k + 1] = a[k]; a[k + 1] = x } }
+        { l = $2; split($3, f, " ")
+          if (!(l in rounds)) order[++nl] = l
+          rounds[l]++
+          if (f[2] == "-") next
+          all[l, ++na[l]] = f[2]
+          if (f[8] != "!") quiet[l, ++nq[l]] = f[2] }
+        END {
+                goal = "NOT met (no cgroup spawn->routable figure)"
+                for (j = 1; j <= nl; j++) {
+                        l = order[j]; q = nq[l] + 0; n = q ? q : na[l] + 0
+                        for (i = 1; i <= n; i++) v[i] = q ? quiet[l, i] : all[l, i]
+                        if (n == 0) { printf "%-40s %6s %8s %8s %8s\n", l, "0/" rounds[l], "-", "-", "-"; continue }
+                        sort(v, n); m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+                        printf "%-40s %6s %8.2f %8.2f %8.2f%s\n", l, q "/" rounds[l], m, v[1], v[n],
+                                q ? "" : "  ! no undisturbed round, rerun"
+                        if (l == "cgroup respawn, spawn->routable")
+                                goal = sprintf("%s (%.2f ms, %s)", m <= 30 ? "met" : "NOT met", m,
+                                        q ? "median of " q " undisturbed round(s)" : "median of all " n " round(s)  ! every round was disturbed, rerun")
+                }
+                print "# goal: cgroup spawn->routable median <= 30 ms: " goal }' "$work/rows.txt"
+
+echo
+echo "# ratios to systemd-run --user --scope true: per round, that round's spawn->routable median over its"
+echo "#   systemd-run median; a round where a row of the pair was disturbed is marked '!' and left out of the median"
+if ! grep -q $'\tsystemd-run --user --scope true\t' "$work/rows.txt"; then
+        echo "# no systemd-run row in any round: no ratio"
+fi
+for who in cgroup scope; do
+        awk -F'\t' -v who="$who" -v rounds="$rounds" '{ split($3, f, " ") }
+                $2 == who " respawn, spawn->routable" { a[$1] = f[2]; am[$1] = f[8] }
+                $2 == "systemd-run --user --scope true" { b[$1] = f[2]; bm[$1] = f[8] }
+                END { for (r = 1; r <= rounds; r++) {
+                        if (!(r in a) || !(r in b)) continue
+                        if (a[r] == "-" || b[r] == "-" || b[r] <= 0) {
+                                printf "nan ! round %d: %s spawn->routable / systemd-run: no figure (%s / %s)\n", r, who, a[r], b[r]
+                                continue }
+                        d = am[r] == "!" || bm[r] == "!"
+                        printf "%.4f %s round %d: %s spawn->routable / systemd-run: %.2f / %.2f ms = %.2fx%s\n", a[r] / b[r],
+                                d ? "!" : "-", r, who, a[r], b[r], a[r] / b[r], d ? "   ! disturbed" : "" } }' \
+                "$work/rows.txt" >"$work/ratios-$who"
+        [[ -s $work/ratios-$who ]] || continue
+        cut -d' ' -f3- "$work/ratios-$who"
+        read -r m n am an < <(cut -d' ' -f1-2 "$work/ratios-$who" | pairs_median)
+        if ((n > 0)); then
+                printf '%s spawn->routable / systemd-run: median of %d undisturbed round(s): %.2fx\n' "$who" "$n" "$m"
+        elif ((an > 0)); then
+                printf '%s spawn->routable / systemd-run: no undisturbed round; median of all %d: %.2fx (disturbed, rerun)\n' \
+                        "$who" "$an" "$am"
+        fi
+done
 if [[ -s $work/cgroup-warnings.txt ]]; then
         echo "# commander warnings (cgroup runs):"
         head -n 5 "$work/cgroup-warnings.txt" | sed 's/^/#   /'
