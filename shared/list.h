@@ -9,46 +9,40 @@
 
 #include <stddef.h>
 
-#define LIST_PREPEND(head, item, prev, next)                                                                   \
-        do {                                                                                                   \
-                (item)->prev = NULL;                                                                           \
-                (item)->next = (head);                                                                         \
-                if (head)                                                                                      \
-                        (head)->prev = (item);                                                                 \
-                (head) = (item);                                                                               \
+#define LIST_PREPEND(head, item, prev, next)   \
+        do {                                   \
+                (item)->prev = NULL;           \
+                (item)->next = (head);         \
+                if (head)                      \
+                        (head)->prev = (item); \
+                (head) = (item);               \
         } while (0)
 
-#define LIST_REMOVE(head, item, prev, next)                                                                    \
-        do {                                                                                                   \
-                if ((item)->prev)                                                                              \
-                        (item)->prev->next = (item)->next;                                                     \
-                else                                                                                           \
-                        (head) = (item)->next;                                                                 \
-                if ((item)->next)                                                                              \
-                        (item)->next->prev = (item)->prev;                                                     \
-                (item)->prev = (item)->next = NULL;                                                            \
+#define LIST_REMOVE(head, item, prev, next)                \
+        do {                                               \
+                if ((item)->prev)                          \
+                        (item)->prev->next = (item)->next; \
+                else                                       \
+                        (head) = (item)->next;             \
+                if ((item)->next)                          \
+                        (item)->next->prev = (item)->prev; \
+                (item)->prev = (item)->next = NULL;        \
         } while (0)
 
-#define QUEUE_APPEND(head, tail, item, prev, next)                                                             \
-        do {                                                                                                   \
-                (item)->prev = (tail);                                                                         \
-                (item)->next = NULL;                                                                           \
-                if (tail)                                                                                      \
-                        (tail)->next = (item);                                                                 \
-                else                                                                                           \
-                        (head) = (item);                                                                       \
-                (tail) = (item);                                                                               \
+#define QUEUE_APPEND(head, tail, item, prev, next) \
+        do {                                       \
+                (item)->prev = (tail);             \
+                (item)->next = NULL;               \
+                if (tail)                          \
+                        (tail)->next = (item);     \
+                else                               \
+                        (head) = (item);           \
+                (tail) = (item);                   \
         } while (0)
 
-#define QUEUE_REMOVE(head, tail, item, prev, next)                                                             \
-        do {                                                                                                   \
-                if ((item)->prev)                                                                              \
-                        (item)->prev->next = (item)->next;                                                     \
-                else                                                                                           \
-                        (head) = (item)->next;                                                                 \
-                if ((item)->next)                                                                              \
-                        (item)->next->prev = (item)->prev;                                                     \
-                else                                                                                           \
-                        (tail) = (item)->prev;                                                                 \
-                (item)->prev = (item)->next = NULL;                                                            \
+#define QUEUE_REMOVE(head, tail, item, prev, next)                          \
+        do {                                                                \
+                if (!(item)->next) /* the tail: the one before it is now */ \
+                        (tail) = (item)->prev;                              \
+                LIST_REMOVE(head, item, prev, next);                        \
         } while (0)
