@@ -311,36 +311,77 @@ static void journal_decision(Capacity *c, int level, const char *message_id, con
         journal_decision_of(c, level, message_id, event, what, d, NULL);
 }
 
-/* Holds are journaled when they begin or change, not on every report that confirms them. A WAIT (a spawn
+/* The line that ends h's episode, with the hold's last reason (h->reason is not overwritten yet). */
+static void episode_end(Hold *h, const char *decision) {
+        HoldEpisode *e = &h->episode;
+        char returns[64] = "";
+
+        if (!e->open)
+                return;
+        if (e->returns > 0)
+                snprintf(returns, sizeof returns, "; it came back %u time%s in between", e->returns,
+                         e->returns == 1 ? "" : "s");
+        log_info("%s no longer %s (was: %s%s)", decision, decision_kind_to_string(e->kind), h->reason, returns);
+        *e = (HoldEpisode) {};
+}
+
+/* A cleared hold's episode ends once the hold stayed clear for the smoothing window: what the policies
+ * decide on has turned over once. Checked on every capacity check, before its fast paths. */
+static void episode_settle(const Capacity *c, Hold *h, const char *decision, usec_t now) {
+        usec_t window = c->config->occupancy_interval * c->config->smoothing_rows;
+
+        if (h->episode.cleared != 0 && now - h->episode.cleared >= window)
+                episode_end(h, decision);
+}
+
+/* A hold begins or changes: a new episode is journaled, unless this is the open one coming back. */
+static void episode_begin(Capacity *c, Hold *h, const char *decision, const Decision *d) {
+        HoldEpisode *e = &h->episode;
+        const char *id = d->kind == DECISION_REFUSED ? MESSAGE_ID_REFUSED : MESSAGE_ID_HELD;
+        int level = d->kind == DECISION_WAIT_MOVES ? LOG_INFO : LOG_WARNING;
+        char what[64];
+
+        if (e->open && e->kind == d->kind && e->worker == d->worker) {
+                e->cleared = 0;
+                e->returns++;
+                log_debug("%s %s again (%u times in this episode): %s", decision, decision_kind_to_string(d->kind),
+                          e->returns, d->reason);
+                return;
+        }
+        episode_end(h, decision);
+        if (d->kind == DECISION_WAIT) /* routine (a spawn in flight, a retire in progress): no episode */
+                return;
+        snprintf(what, sizeof what, "%s %s", decision, decision_kind_to_string(d->kind));
+        journal_decision(c, level, id, d->kind == DECISION_REFUSED ? "refused" : "held", what, d);
+        *e = (HoldEpisode) { .open = true, .kind = d->kind, .worker = d->worker };
+}
+
+/* Holds are journaled as episodes (HoldEpisode), not on every report that confirms them. A WAIT (a spawn
  * in flight, a retire in progress, the pool settling) is routine: kept for the status surfaces only. */
 static void set_hold(Capacity *c, Hold *h, const char *decision, const Decision *d) {
         bool changed = !h->active || h->kind != d->kind || h->worker != d->worker;
 
         if (changed) {
+                episode_begin(c, h, decision, d);
                 h->active = true;
                 h->kind = d->kind;
                 h->worker = d->worker;
                 h->since = now_usec(CLOCK_MONOTONIC);
-                if (d->kind != DECISION_WAIT) {
-                        const char *id = d->kind == DECISION_REFUSED ? MESSAGE_ID_REFUSED : MESSAGE_ID_HELD;
-                        int level = d->kind == DECISION_WAIT_MOVES ? LOG_INFO : LOG_WARNING;
-                        char what[64];
-                        snprintf(what, sizeof what, "%s %s", decision, decision_kind_to_string(d->kind));
-                        journal_decision(c, level, id, d->kind == DECISION_REFUSED ? "refused" : "held", what, d);
-                }
         }
         snprintf(h->reason, sizeof h->reason, "%s", d->reason);
         h->formatted_at = now_usec(CLOCK_MONOTONIC);
 }
 
-static void clear_hold(Capacity *c, Hold *h, const char *decision) {
-        if (!h->active)
-                return;
-        if (h->kind == DECISION_WAIT)
+/* The hold is over for the status surfaces at once; its episode ends at once only when something decisive
+ * took its place (settled: a spawn, a retire, a drain begun), else once it stayed clear (episode_settle). */
+static void clear_hold(Hold *h, const char *decision, bool settled) {
+        if (h->active && h->kind == DECISION_WAIT)
                 log_debug("%s no longer waits: %s", decision, h->reason);
-        else
-                log_info("%s no longer %s (was: %s)", decision, decision_kind_to_string(h->kind), h->reason);
-        *h = (Hold) {};
+        if (h->active && h->episode.open)
+                h->episode.cleared = now_usec(CLOCK_MONOTONIC);
+        h->active = false;
+        if (settled)
+                episode_end(h, decision);
 }
 
 /* After the pool changed (a worker left or joined), the survivors' windows have not seen the change yet:
@@ -410,7 +451,7 @@ static void act_scale_up(Capacity *c, const PolicyInput *in) {
                         set_hold(c, &c->scale_up_hold, "scale-up", &d);
                         break;
                 }
-                clear_hold(c, &c->scale_up_hold, "scale-up");
+                clear_hold(&c->scale_up_hold, "scale-up", true);
                 journal_decision(c, LOG_INFO, MESSAGE_ID_SCALE_UP, "scale-up",
                                  by_burst ? "Scale-up (burst path): spawning a worker" : "Scale-up: spawning a worker",
                                  &d);
@@ -420,7 +461,7 @@ static void act_scale_up(Capacity *c, const PolicyInput *in) {
                                                                               : POOL_SPAWN_SCALE_UP);
                 break;
         case DECISION_NONE:
-                clear_hold(c, &c->scale_up_hold, "scale-up");
+                clear_hold(&c->scale_up_hold, "scale-up", false);
                 break;
         default:
                 set_hold(c, &c->scale_up_hold, "scale-up", &d);
@@ -449,7 +490,7 @@ static void drain(Capacity *c, Decision *d) {
         if (r >= 0) {
                 char what[64];
 
-                clear_hold(c, &c->compaction_hold, "compaction");
+                clear_hold(&c->compaction_hold, "compaction", true);
                 snprintf(what, sizeof what, "Compaction: draining w%d by live moves", d->worker);
                 journal_decision_of(c, LOG_INFO, MESSAGE_ID_COMPACT, "compact", what, d, inputs);
                 return;
@@ -487,7 +528,7 @@ static void act_compaction(Capacity *c, const PolicyInput *in) {
         c->last_compaction = d.kind;
         switch (d.kind) {
         case DECISION_RETIRE:
-                clear_hold(c, &c->compaction_hold, "compaction");
+                clear_hold(&c->compaction_hold, "compaction", true);
                 w = pool_get_worker(c->pool, (unsigned) d.worker);
                 if (!w)
                         return;
@@ -498,7 +539,7 @@ static void act_compaction(Capacity *c, const PolicyInput *in) {
                 drain(c, &d);
                 break;
         case DECISION_NONE:
-                clear_hold(c, &c->compaction_hold, "compaction");
+                clear_hold(&c->compaction_hold, "compaction", false);
                 break;
         default:
                 set_hold(c, &c->compaction_hold, "compaction", &d);
@@ -715,6 +756,8 @@ void capacity_check(Capacity *c) {
 
         if (c->pool->stopping)
                 return;
+        episode_settle(c, &c->scale_up_hold, "scale-up", now);
+        episode_settle(c, &c->compaction_hold, "compaction", now);
         if (pool_changed || now >= c->recheck_at)
                 summary_rebuild(c, now);
         if (scale_up_is_none(c) && (compaction_is_none(c) || compaction_hold_stands(c, now)))

@@ -21,14 +21,28 @@
 #include "policy.h"
 #include "pool.h"
 
+/* The journal's side of a hold. An episode is journaled when it begins and when it ends, the end once the
+ * hold has stayed clear for the smoothing window (or at once, when a spawn, a retire or a drain takes its
+ * place). A hold that clears and comes back within the window is the same episode, counted and not
+ * journaled again: a pool at max_workers under load near the threshold is refused, then not, every few
+ * reports. The status surfaces show each change as it happens. */
+typedef struct HoldEpisode {
+        bool open;
+        DecisionKind kind;
+        int worker;
+        usec_t cleared;   /* when the hold last cleared; 0 while it stands */
+        unsigned returns; /* how often it came back within the episode */
+} HoldEpisode;
+
 /* What a decision currently waits on, kept for the status surfaces ("held: w3 no report for 17s"). */
 typedef struct Hold {
         bool active;
         DecisionKind kind;    /* HELD, WAIT, WAIT_MOVES or REFUSED */
         int worker;
         usec_t since;         /* when this hold began */
-        char reason[256];
+        char reason[256];     /* kept after it cleared, for the episode's last line */
         usec_t formatted_at;  /* when reason was last written: a hold that stands refreshes it once a second */
+        HoldEpisode episode;
 } Hold;
 
 /* The last decision that was journaled (a spawn, a retire, a drain, a hold or a refusal begun), kept for

@@ -420,6 +420,56 @@ static void test_manager_check_capacity_refused_spawn(void **state) {
                 assert_int_equal(m->pool.spawns_by_cause[c], 0);
 }
 
+/* All three workers at cpu for one interval's reports. */
+static void three_at(Worker *w[3], double cpu) {
+        fixture_advance(5 * USEC_PER_SEC);
+        for (int i = 0; i < 3; i++)
+                fixture_report(w[i], READING(.cpu = cpu));
+}
+
+/* At max_workers under load near the threshold the refusal comes and goes with the readings. The status
+ * shows each change; the journal one episode: its beginning, and its end once the refusal stayed away
+ * for the smoothing window. A refusal after that is a new episode, journaled again. */
+static void test_manager_check_capacity_refusal_flapping_is_one_episode(void **state) {
+        usec_t window = m->config.occupancy_interval * m->config.smoothing_rows;
+        Worker *w[3];
+
+        m->config.max_workers = 3;
+        capacity_setup_parameters(&m->capacity);
+        steady_three(w, 1);
+        for (int i = 0; i < 7 && !m->capacity.scale_up_hold.active; i++)
+                three_at(w, 0.95);
+        assert_true(m->capacity.scale_up_hold.active);
+        assert_int_equal(m->capacity.scale_up_hold.kind, DECISION_REFUSED);
+        assert_non_null(strstr(m->capacity.scale_up_hold.reason, "max_workers=3 reached"));
+        assert_true(m->capacity.last_decision.set); /* journaled */
+        assert_true(m->capacity.scale_up_hold.episode.open);
+
+        for (int flap = 1; flap <= 3; flap++) {
+                m->capacity.last_decision.set = false; /* set again only by a journaled decision */
+                for (int i = 0; i < 7 && m->capacity.scale_up_hold.active; i++)
+                        three_at(w, 0.3);
+                assert_false(m->capacity.scale_up_hold.active); /* the status surfaces: no hold */
+                assert_true(m->capacity.scale_up_hold.episode.open);
+                for (int i = 0; i < 7 && !m->capacity.scale_up_hold.active; i++)
+                        three_at(w, 0.95);
+                assert_true(m->capacity.scale_up_hold.active);
+                assert_false(m->capacity.last_decision.set); /* back within the window: not journaled */
+                assert_int_equal(m->capacity.scale_up_hold.episode.returns, flap);
+        }
+
+        /* clear for the whole window: the episode ends (its line says how often it came back) */
+        for (usec_t quiet = 0; quiet <= window + 5 * USEC_PER_SEC; quiet += 5 * USEC_PER_SEC)
+                three_at(w, 0.3);
+        assert_false(m->capacity.scale_up_hold.active);
+        assert_false(m->capacity.scale_up_hold.episode.open);
+        for (int i = 0; i < 7 && !m->capacity.scale_up_hold.active; i++)
+                three_at(w, 0.95);
+        assert_true(m->capacity.scale_up_hold.active);
+        assert_true(m->capacity.last_decision.set); /* a new episode, journaled */
+        assert_int_equal(m->capacity.scale_up_hold.episode.returns, 0);
+}
+
 /* A report's row as the capacity shell takes it, with the users register. */
 static void take_users_row(Worker *w, uint32_t users) {
         Row row = { .received = fixture_now, .has_cpu = true, .cpu = 0.1, .has_users = true, .users = users };
@@ -668,6 +718,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_settles_after_change, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_coalesces_in_large_pool, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_refused_spawn, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_manager_check_capacity_refusal_flapping_is_one_episode, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_stopping_does_nothing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_take_row_drift, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_manager_check_capacity_fast_path_agrees, setup, teardown),
