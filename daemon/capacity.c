@@ -311,7 +311,7 @@ static void journal_decision(Capacity *c, int level, const char *message_id, con
         journal_decision_of(c, level, message_id, event, what, d, NULL);
 }
 
-/* The line that ends h's episode, with the hold's last reason (h->reason is not overwritten yet). */
+/* The line that ends h's episode, with the hold's last kind and reason (not overwritten yet). */
 static void episode_end(Hold *h, const char *decision) {
         HoldEpisode *e = &h->episode;
         char returns[64] = "";
@@ -321,27 +321,28 @@ static void episode_end(Hold *h, const char *decision) {
         if (e->returns > 0)
                 snprintf(returns, sizeof returns, "; it came back %u time%s in between", e->returns,
                          e->returns == 1 ? "" : "s");
-        log_info("%s no longer %s (was: %s%s)", decision, decision_kind_to_string(e->kind), h->reason, returns);
+        log_info("%s no longer %s (was: %s%s)", decision, decision_kind_to_string(h->kind), h->reason, returns);
         *e = (HoldEpisode) {};
 }
 
 /* A cleared hold's episode ends once the hold stayed clear for the smoothing window: what the policies
  * decide on has turned over once. Checked on every capacity check, before its fast paths. */
 static void episode_settle(const Capacity *c, Hold *h, const char *decision, usec_t now) {
-        usec_t window = c->config->occupancy_interval * c->config->smoothing_rows;
-
-        if (h->episode.cleared != 0 && now - h->episode.cleared >= window)
+        if (h->episode.cleared == 0) /* the report path's usual case: no episode waits for its end */
+                return;
+        if (now - h->episode.cleared >= c->config->occupancy_interval * c->config->smoothing_rows)
                 episode_end(h, decision);
 }
 
-/* A hold begins or changes: a new episode is journaled, unless this is the open one coming back. */
+/* A hold begins or changes (h still has the previous kind and worker): a new episode is journaled, unless
+ * this is the open one coming back. */
 static void episode_begin(Capacity *c, Hold *h, const char *decision, const Decision *d) {
         HoldEpisode *e = &h->episode;
         const char *id = d->kind == DECISION_REFUSED ? MESSAGE_ID_REFUSED : MESSAGE_ID_HELD;
         int level = d->kind == DECISION_WAIT_MOVES ? LOG_INFO : LOG_WARNING;
         char what[64];
 
-        if (e->open && e->kind == d->kind && e->worker == d->worker) {
+        if (e->open && h->kind == d->kind && h->worker == d->worker) {
                 e->cleared = 0;
                 e->returns++;
                 log_debug("%s %s again (%u times in this episode): %s", decision, decision_kind_to_string(d->kind),
@@ -353,7 +354,7 @@ static void episode_begin(Capacity *c, Hold *h, const char *decision, const Deci
                 return;
         snprintf(what, sizeof what, "%s %s", decision, decision_kind_to_string(d->kind));
         journal_decision(c, level, id, d->kind == DECISION_REFUSED ? "refused" : "held", what, d);
-        *e = (HoldEpisode) { .open = true, .kind = d->kind, .worker = d->worker };
+        *e = (HoldEpisode) { .open = true };
 }
 
 /* Holds are journaled as episodes (HoldEpisode), not on every report that confirms them. A WAIT (a spawn

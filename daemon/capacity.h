@@ -27,9 +27,7 @@
  * journaled again: a pool at max_workers under load near the threshold is refused, then not, every few
  * reports. The status surfaces show each change as it happens. */
 typedef struct HoldEpisode {
-        bool open;
-        DecisionKind kind;
-        int worker;
+        bool open;        /* of the hold's kind and worker, which a cleared hold keeps */
         usec_t cleared;   /* when the hold last cleared; 0 while it stands */
         unsigned returns; /* how often it came back within the episode */
 } HoldEpisode;
@@ -40,7 +38,7 @@ typedef struct Hold {
         DecisionKind kind;    /* HELD, WAIT, WAIT_MOVES or REFUSED */
         int worker;
         usec_t since;         /* when this hold began */
-        char reason[256];     /* kept after it cleared, for the episode's last line */
+        char reason[256];     /* kind, worker and reason are kept after it cleared, for the episode's end */
         usec_t formatted_at;  /* when reason was last written: a hold that stands refreshes it once a second */
         HoldEpisode episode;
 } Hold;
