@@ -9,7 +9,7 @@ set -euo pipefail
 PKGS=(
         build-essential cmake pkg-config clang libclang-rt-14-dev
         libsystemd-dev libprotobuf-c-dev protobuf-c-compiler libnghttp2-dev libnghttp2-14
-        libhttp-parser-dev libnl-3-dev libinih-dev libssl-dev libcmocka-dev libjson-c-dev
+        libhttp-parser-dev libnl-3-dev libinih-dev libssl-dev libcmocka-dev libjson-c-dev liburing-dev
         # the man pages, from docs/*.[1-8].md (docs/dependencies.md says why pandoc)
         pandoc
         # tests: HTTP clients, hand-made HTTP/2 frames, a real systemd user manager for the sandbox

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "io-ring.h"
 #include "list.h"
 #include "log.h"
 #include "macro.h"
@@ -30,6 +31,9 @@ struct IoSource {
         void *userdata;
         uint64_t seq;          /* when it was scheduled: a round runs what was scheduled before it began */
         IoSource *prev, *next; /* the pending list, or the graveyard (next only) */
+        const IoSourceOps *ops;
+        bool send_wanted;                /* on the send list */
+        IoSource *send_prev, *send_next; /* the send list */
 };
 
 struct IoBatch {
@@ -45,6 +49,12 @@ struct IoBatch {
         IoSource *graveyard;
         IoBatchStats stats;
         uint64_t now; /* the loop's time of this iteration while dispatching; 0 outside */
+        IoSource *sends, *sends_tail; /* asked for a write at the next flush */
+        IoRing *ring;
+        /* one poll's reads or one flush's writes, and whose they are */
+        IoOp ops[IO_BATCH_MAX];
+        IoSource *op_source[IO_BATCH_MAX];
+        unsigned op_event[IO_BATCH_MAX];
 };
 
 static void pending_unlink(IoBatch *b, IoSource *s) {
@@ -58,9 +68,9 @@ static void pending_append(IoBatch *b, IoSource *s) {
         s->enabled = true;
 }
 
-/* The loop's defer source is on exactly while calls wait and no dispatch of ours will run them. */
+/* The loop's defer source is on exactly while calls or writes wait and no dispatch of ours will run them. */
 static void defer_update(IoBatch *b) {
-        bool want = b->pending && b->dispatching == 0;
+        bool want = (b->pending || b->sends) && b->dispatching == 0;
 
         if (want == b->defer_on || !b->defer)
                 return;
@@ -95,6 +105,85 @@ static void run_deferred(IoBatch *b) {
                         b->stats.deferred++;
                         s->on_defer(s, s->userdata);
                 }
+        }
+}
+
+static void send_unlink(IoBatch *b, IoSource *s) {
+        QUEUE_REMOVE(b->sends, b->sends_tail, s, send_prev, send_next);
+        s->send_wanted = false;
+}
+
+/* One flush: the writes asked for before it began, at most IO_BATCH_MAX, in one go. A write asked for by a
+ * send_done waits for the next flush. */
+static void flush_sends(IoBatch *b) {
+        IoSource *last = b->sends_tail;
+        size_t n = 0;
+
+        while (b->sends && n < IO_BATCH_MAX) {
+                IoSource *s = b->sends;
+                struct iovec iov;
+                bool end = s == last;
+
+                send_unlink(b, s);
+                if (s->ops->send_prepare(s, &iov, s->userdata)) {
+                        b->ops[n] = (IoOp) { .kind = IO_OP_SEND, .fd = s->fd, .iov = iov };
+                        b->op_source[n++] = s;
+                }
+                if (end)
+                        break;
+        }
+        if (n == 0)
+                return;
+        io_ring_run(b->ring, b->ops, n);
+        for (size_t i = 0; i < n; i++) {
+                IoSource *s = b->op_source[i];
+
+                if (!s->dead) /* an earlier send_done may have ended it */
+                        s->ops->send_done(s, b->ops[i].result, s->userdata);
+        }
+}
+
+/* The deferred calls and the writes they and the handlers asked for, in turns: a send_done may schedule
+ * a call (a connection moving on) and a call may ask for a write. Bounded like run_deferred(); what is
+ * left waits for the loop's next iteration. */
+static void settle(IoBatch *b) {
+        for (unsigned round = 0; round < IO_BATCH_DEFER_ROUNDS; round++) {
+                run_deferred(b);
+                if (!b->sends)
+                        return;
+                flush_sends(b);
+                if (!b->pending && !b->sends)
+                        return;
+        }
+}
+
+/* The first read of every ready socket whose source wants it, all in one call, before any handler runs.
+ * Only with io_uring: without it the same read costs the same system call in the handler. */
+static void preread(IoBatch *b, struct epoll_event *ev, int n) {
+        size_t k = 0;
+
+        if (!io_ring_uring(b->ring))
+                return;
+        for (int i = 0; i < n; i++) {
+                IoSource *s = ev[i].data.ptr;
+                struct iovec iov;
+
+                if (s->dead || !s->enabled || !s->ops || !s->ops->read_prepare || !(ev[i].events & EPOLLIN))
+                        continue;
+                if (!s->ops->read_prepare(s, ev[i].events, &iov, s->userdata))
+                        continue;
+                b->ops[k] = (IoOp) { .kind = IO_OP_RECV, .fd = s->fd, .iov = iov };
+                b->op_event[k++] = (unsigned) i;
+        }
+        if (k == 0)
+                return;
+        io_ring_run(b->ring, b->ops, k);
+        for (size_t j = 0; j < k; j++) {
+                struct epoll_event *e = &ev[b->op_event[j]];
+                IoSource *s = e->data.ptr;
+
+                if (!s->dead && s->ops->read_done(s, b->ops[j].result, s->userdata))
+                        e->events &= ~(uint32_t) EPOLLIN;
         }
 }
 
@@ -139,9 +228,10 @@ static int poll_once(IoBatch *b) {
         }
         b->stats.events += (uint64_t) n;
         b->stats.largest = MAX(b->stats.largest, (unsigned) n);
+        preread(b, ev, n);
         dispatch_ready(b, ev, n, true);
         dispatch_ready(b, ev, n, false);
-        run_deferred(b);
+        settle(b);
         return n;
 }
 
@@ -159,12 +249,24 @@ static int on_ready(sd_event_source *es, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
+void io_batch_enter(IoBatch *b) {
+        io_batch_ref(b);
+        dispatch_begin(b);
+}
+
+void io_batch_leave(IoBatch *b) {
+        if (b->dispatching == 1)
+                settle(b);
+        dispatch_end(b);
+        io_batch_unref(b);
+}
+
 static int on_defer(sd_event_source *es, void *userdata) {
         IoBatch *b = io_batch_ref(userdata);
 
         b->defer_on = false; /* a oneshot: off now */
         dispatch_begin(b);
-        run_deferred(b);
+        settle(b);
         dispatch_end(b);
         io_batch_unref(b);
         return 0;
@@ -173,6 +275,7 @@ static int on_defer(sd_event_source *es, void *userdata) {
 static void batch_destroy(IoBatch *b) {
         b->io = sd_event_source_disable_unref(b->io);
         b->defer = sd_event_source_disable_unref(b->defer);
+        b->ring = io_ring_free(b->ring);
         safe_close(b->epfd);
         sd_event_unref(b->event);
         free(b);
@@ -194,6 +297,9 @@ int io_batch_new(sd_event *event, IoBatch **ret) {
                 r = -errno;
                 goto fail;
         }
+        r = io_ring_new(&b->ring);
+        if (r < 0)
+                goto fail;
         r = sd_event_add_io(event, &b->io, b->epfd, EPOLLIN, on_ready, b);
         if (r < 0)
                 goto fail;
@@ -222,7 +328,7 @@ IoBatch *io_batch_unref(IoBatch *b) {
         assert(b->n_ref > 0);
         if (--b->n_ref > 0)
                 return NULL;
-        assert(!b->graveyard && !b->pending);
+        assert(!b->graveyard && !b->pending && !b->sends);
         batch_destroy(b);
         return NULL;
 }
@@ -232,7 +338,25 @@ sd_event *io_batch_get_event(IoBatch *b) {
 }
 
 IoBatchStats io_batch_get_stats(const IoBatch *b) {
-        return b->stats;
+        IoBatchStats st = b->stats;
+        IoRingStats r = io_ring_get_stats(b->ring);
+
+        st.io_calls = r.calls;
+        st.io_ops = r.ops;
+        return st;
+}
+
+int io_batch_start_uring(IoBatch *b) {
+        return io_ring_start_uring(b->ring, IO_BATCH_MAX);
+}
+
+void io_batch_stop_uring(IoBatch *b) {
+        assert(b->dispatching == 0);
+        io_ring_stop_uring(b->ring);
+}
+
+bool io_batch_uring(const IoBatch *b) {
+        return io_ring_uring(b->ring);
 }
 
 uint64_t io_batch_now(const IoBatch *b) {
@@ -297,6 +421,28 @@ int io_batch_add_defer(IoBatch *b, IoSource **ret, io_batch_defer_handler_t cb, 
         return 0;
 }
 
+void io_source_set_ops(IoSource *s, const IoSourceOps *ops) {
+        s->ops = ops;
+}
+
+int io_source_want_send(IoSource *s) {
+        IoBatch *b;
+
+        if (!s || s->dead || s->fd < 0 || !s->ops || !s->ops->send_prepare || !s->ops->send_done)
+                return -EINVAL;
+        if (s->send_wanted)
+                return 0;
+        b = s->batch;
+        QUEUE_APPEND(b->sends, b->sends_tail, s, send_prev, send_next);
+        s->send_wanted = true;
+        defer_update(b);
+        return 0;
+}
+
+bool io_source_send_wanted(const IoSource *s) {
+        return s && s->send_wanted;
+}
+
 void io_source_set_first(IoSource *s, bool first) {
         s->first = first;
 }
@@ -353,6 +499,10 @@ IoSource *io_source_free(IoSource *s) {
                 return NULL;
         b = s->batch;
         assert(!s->dead);
+        if (s->send_wanted) {
+                send_unlink(b, s);
+                defer_update(b);
+        }
         if (s->fd < 0)
                 (void) defer_set_enabled(s, false);
         else if (s->enabled)

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include "io-uring-mode.h"
 #include "fake-router.h"
 
 #include <errno.h>
@@ -83,6 +84,7 @@ int fake_frontend_new(Frontend **ret) {
                 free(fe);
                 return r;
         }
+        io_uring_mode_apply(fe->batch);
         fe->config = (Config) {
                 .header_timeout = 10 * USEC_PER_SEC,
                 .idle_timeout = 60 * USEC_PER_SEC,

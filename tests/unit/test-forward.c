@@ -28,6 +28,7 @@
 #include <cmocka.h>
 #include <nghttp2/nghttp2.h>
 
+#include "io-uring-mode.h"
 #include "cleanup.h"
 #include "fake-exchange.h"
 #include "fake-worker.h"
@@ -90,6 +91,7 @@ static int setup(void **state) {
         fake_exchanges_finished = 0;
         assert_int_equal(sd_event_new(&event), 0);
         assert_int_equal(io_batch_new(event, &batch), 0);
+        io_uring_mode_apply(batch);
         return 0;
 }
 

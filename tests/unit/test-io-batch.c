@@ -2,7 +2,10 @@
 /* The front end's batch of sockets (daemon/frontend/io-batch.c) on a real sd-event loop and real socket
  * pairs: every socket ready at a wake-up is dispatched in that one wake-up, a source freed by another's
  * handler in the same batch is neither called nor touched (ASan watches), edges stay edges, and the
- * deferred calls run after the sockets, a bounded number of rounds; a busy batch polls again at once. */
+ * deferred calls run after the sockets, a bounded number of rounds; a busy batch polls again at once.
+ * The batched reads and writes (IoSourceOps): first reads done for every ready socket before any handler
+ * (with io_uring: in one call), writes asked for by handlers and deferred calls done together after them,
+ * never for a source freed meanwhile. Run twice by CTest: unit/io-batch and unit/io-batch-io-uring. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +20,7 @@
 
 #include "cleanup.h"
 #include "io-batch.h"
+#include "io-uring-mode.h"
 #include "macro.h"
 #include "time-util.h"
 
@@ -31,6 +35,15 @@ typedef struct Pair {
         struct Pair *victim; /* freed by this one's handler */
         bool drain;          /* read what is there */
         bool free_self;
+        /* the batched reads and writes */
+        char rbuf[16];
+        ssize_t read_result; /* what read_done was told; 1000: never called */
+        unsigned read_order; /* the call sequence number of read_done */
+        bool decline;        /* read_done returns false */
+        unsigned prepares, sends_done, send_order;
+        ssize_t send_result;
+        struct Pair *send_victim; /* freed by this one's send_done */
+        bool send_again;          /* send_done asks for another write, once */
 } Pair;
 
 typedef struct Env {
@@ -47,6 +60,7 @@ static int setup(void **state) {
         assert_non_null(env);
         assert_int_equal(sd_event_new(&env->event), 0);
         assert_int_equal(io_batch_new(env->event, &env->batch), 0);
+        io_uring_mode_apply(env->batch);
         for (unsigned i = 0; i < N_PAIRS; i++)
                 assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
                                             env->pairs[i].fd), 0);
@@ -99,14 +113,43 @@ static void watch(Pair *p) {
                          0);
 }
 
+/* sd_event_run() counts an interrupted wait as an iteration, and each io_uring of the tests before, torn
+ * down, interrupts one wait of ours (its exit work, which runs a little later, notifies every task that
+ * used it): such an iteration, which dispatched nothing of the batch's, is not one. */
+#define INTERRUPTIONS_MAX 8
+static IoBatchStats batch_stats(void) {
+        return env->batch ? io_batch_get_stats(env->batch) : (IoBatchStats) {};
+}
+
+static bool batch_moved(const IoBatchStats *before) {
+        IoBatchStats now = batch_stats();
+
+        if (!env->batch) /* the test let go of it: sd_event_run()'s answer it is */
+                return true;
+        return now.wakeups != before->wakeups || now.deferred != before->deferred || now.io_ops != before->io_ops;
+}
+
 /* One loop iteration that finds something: what one wake-up of the commander does. */
 static void run_once(void) {
-        assert_int_equal(sd_event_run(env->event, 1000 * USEC_PER_MSEC), 1);
+        IoBatchStats before = batch_stats();
+
+        for (unsigned i = 0; i <= INTERRUPTIONS_MAX; i++) {
+                assert_int_equal(sd_event_run(env->event, 1000 * USEC_PER_MSEC), 1);
+                if (batch_moved(&before))
+                        return;
+        }
+        fail_msg("%u loop iterations dispatched nothing of the batch's", INTERRUPTIONS_MAX + 1);
 }
 
 /* Nothing to dispatch: the loop times out. */
 static void run_idle(void) {
-        assert_int_equal(sd_event_run(env->event, 20 * USEC_PER_MSEC), 0);
+        IoBatchStats before = batch_stats();
+        int r = sd_event_run(env->event, 20 * USEC_PER_MSEC);
+
+        for (unsigned i = 0; r == 1 && !batch_moved(&before) && i < INTERRUPTIONS_MAX; i++)
+                r = sd_event_run(env->event, 20 * USEC_PER_MSEC); /* interrupted: wait again */
+        assert_int_equal(r, 0);
+        assert_false(batch_moved(&before));
 }
 
 static void test_io_batch_all_ready_in_one_wakeup(void **state) {
@@ -413,6 +456,224 @@ static void test_io_batch_outlives_owner(void **state) {
         a->s = io_source_free(a->s); /* the last one frees it (ASan: no leak) */
 }
 
+/* ---- batched reads and writes ---- */
+
+static bool t_read_prepare(IoSource *s, uint32_t revents, struct iovec *ret, void *userdata) {
+        Pair *p = userdata;
+
+        assert_true(revents & EPOLLIN);
+        *ret = (struct iovec) { .iov_base = p->rbuf, .iov_len = sizeof p->rbuf };
+        return true;
+}
+
+static bool t_read_done(IoSource *s, ssize_t result, void *userdata) {
+        Pair *p = userdata;
+
+        p->read_result = result;
+        p->read_order = ++env->seq;
+        return !p->decline;
+}
+
+static bool t_send_prepare(IoSource *s, struct iovec *ret, void *userdata) {
+        Pair *p = userdata;
+
+        p->prepares++;
+        p->send_order = ++env->seq;
+        *ret = (struct iovec) { .iov_base = (char *) "y", .iov_len = 1 };
+        return true;
+}
+
+static void t_send_done(IoSource *s, ssize_t result, void *userdata) {
+        Pair *p = userdata;
+
+        p->sends_done++;
+        p->send_result = result;
+        if (p->send_victim && p->send_victim->s)
+                p->send_victim->s = io_source_free(p->send_victim->s);
+        if (p->send_again) {
+                p->send_again = false;
+                assert_int_equal(io_source_want_send(s), 0);
+        }
+}
+
+static const IoSourceOps t_ops = {
+        .read_prepare = t_read_prepare,
+        .read_done = t_read_done,
+        .send_prepare = t_send_prepare,
+        .send_done = t_send_done,
+};
+
+static void watch_ops(Pair *p) {
+        watch(p);
+        io_source_set_ops(p->s, &t_ops);
+        p->read_result = 1000;
+}
+
+/* What the peer got: the bytes our sends wrote. */
+static size_t peer_got(Pair *p) {
+        char buf[64];
+        ssize_t n = read(p->fd[1], buf, sizeof buf);
+
+        return n > 0 ? (size_t) n : 0;
+}
+
+static void test_io_batch_preread_before_every_handler(void **state) {
+        uint64_t calls;
+
+        for (unsigned i = 0; i < 4; i++) {
+                watch_ops(&env->pairs[i]);
+                kick(&env->pairs[i]);
+        }
+        calls = io_batch_get_stats(env->batch).io_calls;
+        run_once();
+        for (unsigned i = 0; i < 4; i++) {
+                Pair *p = &env->pairs[i];
+
+                assert_int_equal(p->calls, 1);
+                if (!io_batch_uring(env->batch)) { /* the handler reads for itself */
+                        assert_int_equal(p->read_result, 1000);
+                        assert_true(p->revents & EPOLLIN);
+                        continue;
+                }
+                assert_int_equal(p->read_result, 1);
+                assert_int_equal(p->rbuf[0], 'x');
+                assert_false(p->revents & EPOLLIN); /* the read told it: not again */
+                assert_true(p->read_order < env->pairs[0].order); /* every read before the first handler */
+        }
+        if (io_batch_uring(env->batch))
+                assert_int_equal(io_batch_get_stats(env->batch).io_calls - calls, 1);
+}
+
+static void test_io_batch_preread_declined_passes_the_event(void **state) {
+        Pair *a = &env->pairs[0];
+
+        if (!io_batch_uring(env->batch))
+                skip(); /* no batched reads without io_uring: the handlers read (the test above) */
+        watch_ops(a);
+        a->decline = true;
+        kick(a);
+        run_once();
+        assert_int_equal(a->read_result, 1);
+        assert_true(a->revents & EPOLLIN);
+}
+
+/* A handler that asks three other sources for a write, and schedules a deferred call that asks a fourth. */
+static Deferred *deferred_sender;
+static Pair *send_targets[3];
+
+static void on_io_asks_sends(IoSource *s, int fd, uint32_t revents, void *userdata) {
+        on_io(s, fd, revents, userdata);
+        for (unsigned i = 0; i < ELEMENTSOF(send_targets); i++)
+                assert_int_equal(io_source_want_send(send_targets[i]->s), 0);
+        assert_int_equal(io_source_want_send(send_targets[0]->s), 0); /* twice before the flush: one write */
+        assert_int_equal(io_source_set_enabled(deferred_sender->s, true), 0);
+}
+
+static Pair *deferred_target;
+
+static void on_defer_asks_send(IoSource *s, void *userdata) {
+        on_defer(s, userdata);
+        assert_int_equal(io_source_want_send(deferred_target->s), 0);
+}
+
+static void test_io_batch_sends_after_handlers_and_deferred_calls(void **state) {
+        Pair *a = &env->pairs[0];
+        Deferred d = {};
+        uint64_t calls;
+
+        assert_int_equal(io_batch_add_defer(env->batch, &d.s, on_defer_asks_send, &d), 0);
+        deferred_sender = &d;
+        for (unsigned i = 1; i <= 4; i++)
+                watch_ops(&env->pairs[i]);
+        send_targets[0] = &env->pairs[1];
+        send_targets[1] = &env->pairs[2];
+        send_targets[2] = &env->pairs[3];
+        deferred_target = &env->pairs[4];
+        a->drain = true;
+        assert_int_equal(io_batch_add_io(env->batch, &a->s, a->fd[0], EPOLLIN | EPOLLET, on_io_asks_sends, a), 0);
+        kick(a);
+        calls = io_batch_get_stats(env->batch).io_calls;
+        run_once();
+        for (unsigned i = 1; i <= 4; i++) {
+                Pair *p = &env->pairs[i];
+
+                assert_int_equal(p->prepares, 1);
+                assert_int_equal(p->sends_done, 1);
+                assert_int_equal(p->send_result, 1);
+                assert_true(p->send_order > d.order); /* after the deferred call too */
+                assert_int_equal(peer_got(p), 1);
+        }
+        /* the four writes went together: one io_uring_enter(), or four send() calls */
+        assert_int_equal(io_batch_get_stats(env->batch).io_calls - calls, io_batch_uring(env->batch) ? 1 : 4);
+        run_idle();
+        d.s = io_source_free(d.s);
+}
+
+static void test_io_batch_send_outside_batch_next_iteration(void **state) {
+        Pair *a = &env->pairs[0];
+
+        watch_ops(a);
+        assert_int_equal(io_source_want_send(a->s), 0);
+        assert_int_equal(a->prepares, 0); /* not from inside the call */
+        run_once();
+        assert_int_equal(a->sends_done, 1);
+        assert_int_equal(peer_got(a), 1);
+        run_idle();
+}
+
+static void test_io_batch_send_freed_before_flush(void **state) {
+        Pair *a = &env->pairs[0];
+
+        watch_ops(a);
+        assert_int_equal(io_source_want_send(a->s), 0);
+        a->s = io_source_free(a->s);
+        run_idle(); /* nothing left to flush: the loop has nothing to do */
+        assert_int_equal(a->prepares, 0);
+        assert_int_equal(io_source_want_send(NULL), -EINVAL);
+}
+
+static void test_io_batch_send_done_frees_another_of_the_flush(void **state) {
+        Pair *a = &env->pairs[0], *b = &env->pairs[1];
+
+        watch_ops(a);
+        watch_ops(b);
+        a->send_victim = b;
+        b->send_victim = a;
+        assert_int_equal(io_source_want_send(a->s), 0);
+        assert_int_equal(io_source_want_send(b->s), 0);
+        run_once();
+        /* both were written in the one flush; whichever heard first freed the other, which hears nothing */
+        assert_int_equal(a->prepares + b->prepares, 2);
+        assert_int_equal(a->sends_done + b->sends_done, 1);
+}
+
+static void test_io_batch_send_done_asks_again_same_wakeup(void **state) {
+        Pair *a = &env->pairs[0];
+
+        watch_ops(a);
+        a->send_again = true;
+        assert_int_equal(io_source_want_send(a->s), 0);
+        run_once();
+        assert_int_equal(a->sends_done, 2); /* the second flush of the same dispatch */
+        assert_int_equal(peer_got(a), 2);
+        run_idle();
+}
+
+static void test_io_batch_enter_leave_flushes_on_leave(void **state) {
+        Pair *a = &env->pairs[0];
+
+        watch_ops(a);
+        io_batch_enter(env->batch);
+        assert_int_equal(io_source_want_send(a->s), 0);
+        io_batch_enter(env->batch); /* nested: the outer one flushes */
+        io_batch_leave(env->batch);
+        assert_int_equal(a->sends_done, 0);
+        io_batch_leave(env->batch);
+        assert_int_equal(a->sends_done, 1);
+        assert_int_equal(peer_got(a), 1);
+        run_idle();
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_io_batch_all_ready_in_one_wakeup, setup, teardown),
@@ -429,6 +690,16 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_io_batch_defer_rescheduling_bounded, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_now_is_the_iterations, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_io_batch_outlives_owner, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_preread_before_every_handler, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_preread_declined_passes_the_event, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_sends_after_handlers_and_deferred_calls, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_send_outside_batch_next_iteration, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_send_freed_before_flush, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_send_done_frees_another_of_the_flush, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_send_done_asks_again_same_wakeup, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_io_batch_enter_leave_flushes_on_leave, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
