@@ -115,6 +115,7 @@ void forward_conn_close_fd(Connection *c) {
         c->io = io_source_free(c->io);
         c->io_events = 0;
         c->readable = c->rdhup = c->write_blocked = false;
+        c->read_error = 0;
         if (c->tunnel) {
                 p->counters.tunnels--;
                 c->tunnel = false;
@@ -350,24 +351,26 @@ static void conn_check_resume(Connection *c) {
                 forward_pool_pending_add(c->up.pool, c, PENDING_REQUEST_RESUME);
 }
 
-void forward_conn_flush(Connection *c) {
-        if (c->state == CONN_ACTIVE && c->connected && !c->hold && !c->write_broken && !c->write_blocked &&
-            forward_conn_pending_out(c) > 0) {
-                struct iovec iov = {
-                        .iov_base = c->out + c->out_off,
-                        .iov_len = forward_conn_pending_out(c),
-                };
-                size_t sent;
-                int r;
+static bool conn_may_send(const Connection *c) {
+        return c->state == CONN_ACTIVE && c->connected && !c->hold && !c->write_broken && !c->write_blocked &&
+               forward_conn_pending_out(c) > 0;
+}
 
-                r = conn_send(c, &iov, 1, &sent);
-                if (r < 0)
-                        conn_write_failed(c, r);
-                else
-                        c->out_off += sent;
-                if (c->out_off == c->out_len && !c->retain)
-                        c->out_off = c->out_len = 0;
-        }
+static void conn_sent(Connection *c, ssize_t result, size_t offered) {
+        if (result >= 0) {
+                c->out_off += (size_t) result;
+                c->write_blocked = (size_t) result < offered;
+                c->last_activity = forward_pool_now(c->up.pool);
+        } else if (result == -EAGAIN)
+                c->write_blocked = true;
+        else
+                conn_write_failed(c, (int) result);
+        if (c->out_off == c->out_len && !c->retain)
+                c->out_off = c->out_len = 0;
+}
+
+/* What follows a write, or a flush that had nothing to write yet. */
+static void conn_after_flush(Connection *c) {
         if (c->state != CONN_ACTIVE)
                 return;
         if (c->tunnel && c->body.ended && !c->shut_wr && forward_conn_pending_out(c) == 0) {
@@ -379,6 +382,42 @@ void forward_conn_flush(Connection *c) {
         conn_check_resume(c);
         forward_conn_update_io(c);
         forward_conn_timed_update(c);
+}
+
+/* The request bytes go out with the batch's flush (io-batch.h), together with every other socket's
+ * writes of the same wake-up: one io_uring_enter() for all of them where the kernel has io_uring. */
+static bool conn_send_prepare(IoSource *s, struct iovec *ret, void *userdata) {
+        Connection *c = userdata;
+
+        if (!conn_may_send(c))
+                return false;
+        *ret = (struct iovec) { .iov_base = c->out + c->out_off, .iov_len = forward_conn_pending_out(c) };
+        c->offered = ret->iov_len;
+        return true;
+}
+
+static void conn_send_done(IoSource *s, ssize_t result, void *userdata) {
+        Connection *c = userdata;
+        ForwardPool *p = c->up.pool;
+
+        forward_pool_enter(p);
+        forward_conn_hold(c);
+        conn_sent(c, result, c->offered);
+        conn_after_flush(c);
+        forward_conn_unhold(c);
+        forward_pool_leave(p);
+}
+
+void forward_conn_flush(Connection *c) {
+        if (conn_may_send(c) && io_source_want_send(c->io) < 0) {
+                /* not watched (cannot be once connected): the one write at once */
+                struct iovec iov = { .iov_base = c->out + c->out_off, .iov_len = forward_conn_pending_out(c) };
+                size_t sent;
+                int r = conn_send(c, &iov, 1, &sent);
+
+                conn_sent(c, r < 0 ? r : (ssize_t) sent, iov.iov_len);
+        }
+        conn_after_flush(c);
 }
 
 /* Frames and queues or writes body bytes. Takes all of them (copying what the socket did not take). */
@@ -508,6 +547,13 @@ void forward_conn_connected(Connection *c) {
         forward_conn_flush(c);
 }
 
+const IoSourceOps forward_conn_io_ops = {
+        .read_prepare = forward_conn_read_prepare,
+        .read_done = forward_conn_read_done,
+        .send_prepare = conn_send_prepare,
+        .send_done = conn_send_done,
+};
+
 /* Adds the socket to the loop, once: after connect() succeeded or is in progress, never before (an
  * unconnected stream socket polls as EPOLLHUP, which an edge-triggered watch would report at once). */
 static int conn_watch(Connection *c, uint32_t events) {
@@ -518,6 +564,7 @@ static int conn_watch(Connection *c, uint32_t events) {
         r = io_batch_add_io(c->up.pool->batch, &c->io, c->fd, events, forward_conn_on_io, c);
         if (r < 0)
                 return r;
+        io_source_set_ops(c->io, &forward_conn_io_ops);
         c->io_events = events;
         /* Worker sockets before client sockets and the client sides' deferred flushes: the responses the
          * workers have ready are all handed over first, and an h2 connection sends the ones that completed

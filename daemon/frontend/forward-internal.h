@@ -207,6 +207,8 @@ typedef struct Connection {
 
         char *out;
         size_t out_cap, out_len, out_off;
+        size_t offered;  /* the write of the batch's flush under way: how much of out it offered */
+        int read_error; /* the batch's read met this error (-errno): the next read reports it */
 
         http_parser parser;
         char *in;
@@ -323,3 +325,6 @@ bool forward_conn_still(const Connection *c, const Exchange *x);
 bool forward_conn_parse(Connection *c);
 void forward_conn_read(Connection *c);
 void forward_conn_on_io(IoSource *s, int fd, uint32_t revents, void *userdata);
+bool forward_conn_read_prepare(IoSource *s, uint32_t revents, struct iovec *ret, void *userdata);
+bool forward_conn_read_done(IoSource *s, ssize_t result, void *userdata);
+extern const IoSourceOps forward_conn_io_ops;

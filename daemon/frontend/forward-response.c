@@ -392,13 +392,44 @@ static void conn_eof(Connection *c) {
                                   " bytes of the response body", c->body_bytes);
 }
 
-/* Reads and parses while the socket has bytes and the client side takes them. Edge-triggered: c->readable
- * is cleared only when the socket is known to be empty (EAGAIN, EOF, a read shorter than asked for unless
- * the worker's close was already seen); after READS_PER_WAKEUP reads the socket waits for its next turn
- * (forward_conn_read_later()), so that one fast response does not hold the loop. */
-void forward_conn_read(Connection *c) {
+/* Bytes are in the read buffer beyond what was parsed: the batch's read (below) brought them. */
+static bool conn_took_bytes(Connection *c) {
+        if (!c->response_started) {
+                c->response_started = true;
+                forward_conn_stop_retain(c);
+        }
+        return forward_conn_parse(c);
+}
+
+/* What a read into the buffer's free space brought. Edge-triggered: c->readable is cleared only when the
+ * socket is known to be empty (EAGAIN, EOF, a read shorter than asked for unless the worker's close was
+ * already seen). Returns the bytes, 0 at EOF, -1 when the read failed (handled here). */
+static ssize_t conn_read_result(Connection *c, ssize_t n, size_t space) {
         ForwardPool *p = c->up.pool;
 
+        if (n < 0) {
+                c->readable = false;
+                if (n != -EAGAIN)
+                        forward_conn_lost(c, (int) n, "reading the response failed");
+                return -1;
+        }
+        if (n == 0) {
+                c->readable = false;
+                conn_eof(c);
+                return 0;
+        }
+        if ((size_t) n < space && !c->rdhup)
+                c->readable = false;
+        c->in_len += (size_t) n;
+        p->stats.response_buffer_peak = MAX(p->stats.response_buffer_peak, c->in_len);
+        c->last_activity = forward_pool_now(p);
+        return n;
+}
+
+/* Reads and parses while the socket has bytes and the client side takes them; after READS_PER_WAKEUP
+ * reads the socket waits for its next turn (forward_conn_read_later()), so that one fast response does
+ * not hold the loop. */
+void forward_conn_read(Connection *c) {
         for (unsigned i = 0; c->readable; i++) {
                 size_t space;
                 ssize_t n;
@@ -419,32 +450,48 @@ void forward_conn_read(Connection *c) {
                         conn_compact_head(c);
                 }
                 space = FORWARD_RESPONSE_HEAD_MAX - c->in_len;
-                n = read(c->fd, c->in + c->in_len, space);
-                if (n < 0) {
-                        if (errno == EINTR)
+                if (c->read_error < 0) {
+                        n = c->read_error;
+                        c->read_error = 0;
+                } else {
+                        n = read(c->fd, c->in + c->in_len, space);
+                        if (n < 0 && errno == EINTR)
                                 continue;
-                        c->readable = false;
-                        if (errno != EAGAIN)
-                                forward_conn_lost(c, -errno, "reading the response failed");
-                        return;
+                        if (n < 0)
+                                n = -errno;
                 }
-                if (n == 0) {
-                        c->readable = false;
-                        conn_eof(c);
-                        return;
-                }
-                if ((size_t) n < space && !c->rdhup)
-                        c->readable = false;
-                c->in_len += (size_t) n;
-                p->stats.response_buffer_peak = MAX(p->stats.response_buffer_peak, c->in_len);
-                c->last_activity = forward_pool_now(p);
-                if (!c->response_started) {
-                        c->response_started = true;
-                        forward_conn_stop_retain(c);
-                }
-                if (!forward_conn_parse(c))
+                if (conn_read_result(c, n, space) <= 0 || !conn_took_bytes(c))
                         return;
         }
+}
+
+/* The batch's first read of a ready socket (io-batch.h), done with every other socket's of the same poll:
+ * for an exchange waiting on its response, into the free end of the read buffer. Its bytes are parsed
+ * when the socket's event is dispatched (conn_io()); its EOF is left for forward_conn_read() to find. */
+bool forward_conn_read_prepare(IoSource *s, uint32_t revents, struct iovec *ret, void *userdata) {
+        Connection *c = userdata;
+
+        if (c->state != CONN_ACTIVE || c->response_paused || c->in_parsed < c->in_len ||
+            c->in_len == FORWARD_RESPONSE_HEAD_MAX || c->read_error < 0)
+                return false;
+        if (revents & (EPOLLRDHUP | EPOLLHUP))
+                c->rdhup = true;
+        *ret = (struct iovec) { .iov_base = c->in + c->in_len, .iov_len = FORWARD_RESPONSE_HEAD_MAX - c->in_len };
+        return true;
+}
+
+bool forward_conn_read_done(IoSource *s, ssize_t result, void *userdata) {
+        Connection *c = userdata;
+
+        if (result == 0)
+                return false; /* on_io reads the EOF again and handles it as its own */
+        if (result < 0 && result != -EAGAIN) {
+                c->read_error = (int) result;
+                return false;
+        }
+        c->readable = true; /* what the event said; the read's result clears it when it emptied the socket */
+        (void) conn_read_result(c, result, FORWARD_RESPONSE_HEAD_MAX - c->in_len);
+        return true;
 }
 
 /* An idle socket became readable: the worker closed it, or sent bytes nobody asked for. */
@@ -490,7 +537,11 @@ static void conn_io(Connection *c, uint32_t revents) {
                 return;
         if (revents & (EPOLLOUT | EPOLLERR | EPOLLHUP))
                 forward_conn_flush(c);
-        if (c->state == CONN_ACTIVE && !c->response_paused && c->readable)
+        if (c->state != CONN_ACTIVE || c->response_paused)
+                return;
+        if (c->in_parsed < c->in_len && !conn_took_bytes(c))
+                return; /* what the batch's read brought */
+        if (c->state == CONN_ACTIVE && c->readable)
                 forward_conn_read(c);
 }
 

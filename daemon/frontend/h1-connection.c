@@ -354,7 +354,7 @@ static bool process(H1Connection *c) {
                         break;
                 case H1_IDLE:
                         if (c->rpos == c->rend) {
-                                if (c->read_eof)
+                                if (c->read_eof && h1_wq_size(&c->wq) == 0) /* else once the last response is out */
                                         h1_connection_close(c);
                                 return false;
                         }
@@ -602,7 +602,7 @@ static void advance(H1Connection *c) {
 void h1_response_done(H1Connection *c) {
         bool quiet = c->state == H1_WAIT && !c->closing && !c->broken && !c->aborted && !c->body_resume &&
                      !c->close_after && !c->resp_short && !c->shutting_down && !c->read_eof &&
-                     !c->readable && c->rpos == c->rend && h1_wq_size(&c->wq) == 0;
+                     !c->readable && c->rpos == c->rend && h1_wq_leaving(c);
 
         if (!quiet) {
                 h1_schedule(c);
@@ -614,51 +614,99 @@ void h1_response_done(H1Connection *c) {
         update_timer(c);
 }
 
-/* One read. Edge-triggered: c->readable is cleared only when the socket is known to be empty: EAGAIN, EOF,
- * or a read shorter than asked for (stream sockets fill what they can), unless the client's FIN was
- * already seen, which no later edge would announce again. */
+/* Room at the end of the read buffer, made by moving what is unread to the front once the end is reached. */
+static size_t input_room(H1Connection *c) {
+        if (c->rpos == c->rend)
+                c->rpos = c->spos = c->rend = 0;
+        else if (c->rend == c->rcap && c->rpos > 0) {
+                memmove(c->rbuf, c->rbuf + c->rpos, c->rend - c->rpos);
+                c->spos = c->spos > c->rpos ? c->spos - c->rpos : 0;
+                c->rend -= c->rpos;
+                c->rpos = 0;
+        }
+        return c->rcap - c->rend;
+}
+
+/* What a read of `want` bytes into the buffer's end brought: bytes, 0 (EOF) or -errno. Edge-triggered:
+ * c->readable is cleared only when the socket is known to be empty: EAGAIN, EOF, or a read shorter than
+ * asked for (stream sockets fill what they can), unless the client's FIN was already seen, which no
+ * later edge would announce again. */
+static void input_result(H1Connection *c, ssize_t n, size_t want) {
+        if (n > 0) {
+                c->rend += (size_t) n;
+                c->read_progress = h1_now(c);
+                if (c->state == H1_BODY)
+                        c->body_window_bytes += (uint64_t) n;
+                if ((size_t) n < want && !c->rdhup)
+                        c->readable = false;
+        } else if (n == 0) {
+                c->read_eof = true;
+                c->readable = false;
+        } else if (n == -EAGAIN)
+                c->readable = false;
+        else if (n != -EINTR)
+                (void) h1_mark_broken(c, (int) n); /* ECONNRESET: nobody left to answer */
+}
+
+/* One read. */
 static void read_input(H1Connection *c) {
         size_t want;
         ssize_t n;
 
         if (c->state == H1_LINGER) {
-                want = c->rcap;
-                n = recv(c->fd, c->rbuf, want, MSG_DONTWAIT);
-                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+                n = recv(c->fd, c->rbuf, c->rcap, MSG_DONTWAIT);
+                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
                         h1_connection_close(c);
-                        return;
-                }
-        } else {
-                if (c->rpos == c->rend)
-                        c->rpos = c->spos = c->rend = 0;
-                else if (c->rend == c->rcap && c->rpos > 0) {
-                        memmove(c->rbuf, c->rbuf + c->rpos, c->rend - c->rpos);
-                        c->spos = c->spos > c->rpos ? c->spos - c->rpos : 0;
-                        c->rend -= c->rpos;
-                        c->rpos = 0;
-                }
-                if (c->rend == c->rcap)
-                        return;
-                want = c->rcap - c->rend;
-                n = recv(c->fd, c->rbuf + c->rend, want, MSG_DONTWAIT);
-                if (n > 0) {
-                        c->rend += (size_t) n;
-                        c->read_progress = h1_now(c);
-                        if (c->state == H1_BODY)
-                                c->body_window_bytes += (uint64_t) n;
-                } else if (n == 0) {
-                        c->read_eof = true;
+                else if (n < 0)
+                        c->readable = errno != EAGAIN;
+                else if ((size_t) n < c->rcap && !c->rdhup)
                         c->readable = false;
-                        return;
-                } else if (errno != EAGAIN && errno != EINTR) {
-                        (void) h1_mark_broken(c, -errno); /* ECONNRESET: nobody left to answer */
-                        return;
-                }
+                return;
         }
-        if (n < 0)
-                c->readable = errno != EAGAIN; /* EINTR: try again */
-        else if ((size_t) n < want && !c->rdhup)
-                c->readable = false;
+        want = input_room(c);
+        if (want == 0)
+                return;
+        if (c->read_error < 0) {
+                n = c->read_error;
+                c->read_error = 0;
+        } else {
+                n = recv(c->fd, c->rbuf + c->rend, want, MSG_DONTWAIT);
+                if (n < 0)
+                        n = -errno;
+        }
+        input_result(c, n, want);
+}
+
+/* The batch's first read of the ready socket (io-batch.h), done with every other socket's of the same
+ * poll, where advance() would read: into the end of the read buffer. advance() parses what it brought;
+ * an EOF or an error is left for read_input() to meet, as its own. */
+static bool read_prepare(IoSource *s, uint32_t revents, struct iovec *ret, void *userdata) {
+        H1Connection *c = userdata;
+        size_t want;
+
+        if (c->closing || c->broken || c->state == H1_LINGER || c->read_error < 0 || !want_read(c))
+                return false;
+        want = input_room(c);
+        if (want == 0)
+                return false;
+        if (revents & (EPOLLRDHUP | EPOLLHUP))
+                c->rdhup = true;
+        *ret = (struct iovec) { .iov_base = c->rbuf + c->rend, .iov_len = want };
+        return true;
+}
+
+static bool read_done(IoSource *s, ssize_t result, void *userdata) {
+        H1Connection *c = userdata;
+
+        if (result == 0)
+                return false;
+        if (result < 0 && result != -EAGAIN) {
+                c->read_error = (int) result;
+                return false;
+        }
+        c->readable = true; /* what the event said; the result clears it when the read emptied the socket */
+        input_result(c, result, c->rcap - c->rend);
+        return true;
 }
 
 static void on_io(IoSource *s, int fd, uint32_t revents, void *userdata) {
@@ -677,6 +725,25 @@ static void on_io(IoSource *s, int fd, uint32_t revents, void *userdata) {
                 advance(c);
         connection_unref(c);
 }
+
+/* What waited for the queue to drain (a resume, a close, a hand-over) moves on; a quiet keep-alive
+ * connection (h1_response_done()) only starts its idle deadline, now that the response is out. */
+static void send_done(IoSource *s, ssize_t result, void *userdata) {
+        H1Connection *c = userdata;
+
+        if (h1_sent(c, result) && c->resp_quiet)
+                update_timer(c);
+        else
+                h1_schedule(c);
+}
+
+static const IoSourceOps io_ops = {
+        .read_prepare = read_prepare,
+        .read_done = read_done,
+        .send_prepare = h1_send_prepare,
+        .send_done = send_done,
+};
+
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         H1Connection *c = userdata;
@@ -807,6 +874,7 @@ int frontend_h1_accept(Frontend *fe, int fd, const struct sockaddr_storage *peer
                             c);
         if (r < 0)
                 goto fail;
+        io_source_set_ops(c->io, &io_ops);
         r = sd_event_add_time(e, &c->timer, CLOCK_MONOTONIC, 0, H1_TIMER_ACCURACY, on_timer, c);
         if (r < 0)
                 goto fail;

@@ -218,6 +218,8 @@ typedef struct H1Connection {
         bool registered, closing, released, broken, aborted;
         bool readable, rdhup; /* rdhup: the client's FIN was seen, so a short read no longer means empty */
         bool shutting_down, read_eof, write_blocked, flush_pending;
+        int read_error;    /* the batch's read met this error (-errno): the next read_input() reports it */
+        size_t offered;    /* the write of the batch's flush under way: its length */
         bool close_after; /* no further request on this connection */
         unsigned n_requests;
 
@@ -310,8 +312,18 @@ int h1_wq_reserve(H1WriteQueue *q, size_t n);
 void h1_wq_put(H1WriteQueue *q, const void *p, size_t n);
 void h1_wq_put_str(H1WriteQueue *q, const char *s);
 void h1_wq_done(H1WriteQueue *q);
-/* Writes what is queued, as far as the socket takes it. 0, or -errno once broken. */
+/* What is queued goes out with the batch's flush (io-batch.h). 0, or -errno once broken. */
 int h1_flush(H1Connection *c);
+/* Writes what is queued now, as far as the socket takes it (before a connection ends). 0 or -errno. */
+int h1_flush_now(H1Connection *c);
+/* The write queue goes out with the batch's flush (io-batch.h): what to write, and what was written
+ * (h1_sent(): true when the queue went out whole). */
+bool h1_send_prepare(IoSource *s, struct iovec *ret, void *userdata);
+bool h1_sent(H1Connection *c, ssize_t result);
+/* Nothing queued, or all of it leaves with the batch's flush. */
+static inline bool h1_wq_leaving(const H1Connection *c) {
+        return h1_wq_size(&c->wq) == 0 || (!c->write_blocked && io_source_send_wanted(c->io));
+}
 /* A complete small text/plain response of ours (errors, 408 ...). 0 or -errno. */
 int h1_queue_error_response(H1Connection *c, unsigned status, unsigned retry_after, const char *reason,
                             const char *id, bool close);

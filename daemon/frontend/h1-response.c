@@ -153,9 +153,57 @@ static int send_pieces(H1Connection *c, const struct iovec *pieces, size_t n_pie
         return 0;
 }
 
+/* The queue goes out with the batch's flush (io-batch.h), with every other socket's writes of the same
+ * wake-up: one io_uring_enter() for all of them where the kernel has io_uring. */
 int h1_flush(H1Connection *c) {
         c->flush_pending = false;
+        if (c->broken || c->closing)
+                return -EPIPE;
+        if (c->write_blocked || h1_wq_size(&c->wq) == 0)
+                return 0;
+        if (io_source_want_send(c->io) < 0)
+                return send_pieces(c, NULL, 0);
+        return 0;
+}
+
+int h1_flush_now(H1Connection *c) {
+        c->flush_pending = false;
         return send_pieces(c, NULL, 0);
+}
+
+bool h1_send_prepare(IoSource *s, struct iovec *ret, void *userdata) {
+        H1Connection *c = userdata;
+        struct iovec iov[2];
+
+        if (c->broken || c->closing || c->write_blocked || wq_iov(&c->wq, iov) == 0)
+                return false;
+        *ret = iov[0]; /* a queue that wraps goes in two flushes */
+        c->offered = iov[0].iov_len;
+        return true;
+}
+
+bool h1_sent(H1Connection *c, ssize_t result) {
+        size_t sent = result > 0 ? (size_t) result : 0;
+
+        if (result < 0 && result != -EAGAIN) {
+                (void) h1_mark_broken(c, (int) result);
+                return false;
+        }
+        if (sent > 0)
+                c->write_progress = h1_now(c);
+        wq_consume(&c->wq, sent);
+        if (sent < c->offered) {
+                c->write_blocked = true;       /* the socket buffer is full: wait for EPOLLOUT */
+                c->write_progress = h1_now(c); /* the write timeout counts from the stall */
+                return false;
+        }
+        if (h1_wq_size(&c->wq) > 0) {
+                (void) io_source_want_send(c->io); /* the wrapped rest */
+                return false;
+        }
+        if (c->state == H1_IDLE)
+                c->idle_start = h1_now(c); /* keep-alive idleness starts once the last response is out */
+        return true;
 }
 
 static size_t format_u64(char buf[static 21], uint64_t v) {
@@ -522,7 +570,7 @@ static void on_response_abort(Exchange *x, const char *reason) {
                 return;
         log_debug("HTTP/1.1: response aborted (%s), closing the connection", strna(reason));
         c->nesting++;
-        (void) h1_flush(c); /* what is queued goes out, then the connection ends mid-response */
+        (void) h1_flush_now(c); /* what is queued goes out, then the connection ends mid-response */
         c->aborted = true;
         h1_schedule(c);
         c->nesting--;

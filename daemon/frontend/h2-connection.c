@@ -318,10 +318,17 @@ static void conn_read(H2Connection *c) {
                 c->read_eof = true;
 }
 
-/* 1 when the buffer was written out, 0 when the socket is full (write_blocked), -errno on failure. */
+/* The write buffer goes out with the batch's flush (io-batch.h), with every other socket's writes of the
+ * same wake-up: one io_uring_enter() for all of them where the kernel has io_uring. 1 when the buffer was
+ * written out at once (without a batch to flush it), 0 when it waits for the flush or the socket is full
+ * (write_blocked), -errno on failure. */
 static int conn_write(H2Connection *c) {
         ssize_t n;
 
+        if (io_source_want_send(c->io) >= 0) {
+                c->sending = true;
+                return 0;
+        }
         n = send(c->fd, c->wbuf + c->wstart, c->wend - c->wstart, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0) {
                 if (errno == EINTR)
@@ -339,6 +346,35 @@ static int conn_write(H2Connection *c) {
         }
         c->wstart = c->wend = 0;
         return 1;
+}
+
+static bool send_prepare(IoSource *source, struct iovec *ret, void *userdata) {
+        H2Connection *c = userdata;
+
+        c->sending = false;
+        if (c->write_blocked || c->wend == c->wstart)
+                return false;
+        *ret = (struct iovec) { .iov_base = c->wbuf + c->wstart, .iov_len = c->wend - c->wstart };
+        return true;
+}
+
+/* What the flush wrote; the connection's event settles after it (what nghttp2 has more, the close). */
+static void send_done(IoSource *source, ssize_t result, void *userdata) {
+        H2Connection *c = userdata;
+
+        if (result < 0 && result != -EAGAIN) {
+                log_debug_errno((int) result, "HTTP/2 client %s: write failed, closing: %m", c->peer);
+                c->write_failed = true;
+        } else if (result == -EAGAIN)
+                c->write_blocked = true;
+        else {
+                c->wstart += (size_t) result;
+                if (c->wstart < c->wend)
+                        c->write_blocked = true; /* the kernel took what it had room for */
+                else
+                        c->wstart = c->wend = 0;
+        }
+        h2_schedule_flush(c);
 }
 
 static int conn_flush(H2Connection *c) {
@@ -364,7 +400,7 @@ static int conn_flush(H2Connection *c) {
                                 return 0;
                         continue; /* resumed streams queued more */
                 }
-                if (c->write_blocked)
+                if (c->write_blocked || c->sending)
                         return 0;
                 r = conn_write(c);
                 if (r <= 0)
@@ -377,6 +413,10 @@ static int conn_flush(H2Connection *c) {
 static bool conn_finished(H2Connection *c) {
         if (c->terminating)
                 return c->goaway_flushed;
+        /* Two-step shutdown: nghttp2 is done once the notice is out and no stream is open, but the final
+         * GOAWAY, which names the last stream processed, is still to come (the PING's ack, or the grace). */
+        if (c->shutdown_notice_sent && !c->final_goaway_sent)
+                return false;
         return !nghttp2_session_want_read(c->session) && !nghttp2_session_want_write(c->session);
 }
 
@@ -428,7 +468,7 @@ static void conn_settle(H2Connection *c) {
                 }
                 conn_read(c);
         }
-        if (c->read_eof || c->close_requested || conn_flush(c) < 0) {
+        if (c->read_eof || c->close_requested || c->write_failed || conn_flush(c) < 0) {
                 conn_free(c);
                 return;
         }
@@ -462,6 +502,11 @@ static void on_io(IoSource *source, int fd, uint32_t revents, void *userdata) {
 static void on_defer(IoSource *source, void *userdata) {
         conn_settle(userdata);
 }
+
+static const IoSourceOps io_ops = {
+        .send_prepare = send_prepare,
+        .send_done = send_done,
+};
 
 static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
         H2Connection *c = userdata;
@@ -631,6 +676,7 @@ static int conn_new(Frontend *fe, int fd, const struct sockaddr_storage *peer, H
                             c);
         if (r < 0)
                 goto fail;
+        io_source_set_ops(c->io, &io_ops);
         r = io_batch_add_defer(frontend_io_batch(fe), &c->defer, on_defer, c);
         if (r < 0)
                 goto fail;
@@ -708,11 +754,15 @@ int frontend_h2_accept(Frontend *fe, int fd, const struct sockaddr_storage *peer
         /* Bytes may already wait behind the ones h1 read: an edge-triggered source would not say so. */
         c->readable = true;
 
-        /* From here on failures are the connection's own: logged, and it closes. */
+        /* From here on failures are the connection's own: logged, and it closes. Our SETTINGS go out
+         * before this returns, not with the loop's next iteration: a client that waits for them before
+         * its first request (or its PING ack) is not kept waiting. */
+        io_batch_enter(frontend_io_batch(fe));
         if (initial_len > 0 && conn_feed(c, initial, initial_len) < 0)
                 c->read_eof = true;
         else
                 h2_run_pending(c);
         conn_settle(c);
+        io_batch_leave(frontend_io_batch(fe));
         return 0;
 }

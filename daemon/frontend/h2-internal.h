@@ -126,6 +126,8 @@ struct H2Connection {
         uint8_t *wbuf; /* from a per-loop pool while bytes are waiting */
         size_t wstart, wend;
         bool write_blocked; /* the socket said EAGAIN: wait for EPOLLOUT */
+        bool sending;       /* [wstart, wend) waits for the batch's flush (io-batch.h) */
+        bool write_failed;  /* that flush's write failed: the connection closes */
         bool readable;      /* EPOLLIN seen, not yet read down to EAGAIN (edge-triggered) */
         bool rdhup;         /* the client shut its side: read until recv() says 0 */
         bool read_eof;
