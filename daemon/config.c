@@ -217,6 +217,7 @@ static const KeyInfo key_table[_CONFIG_KEY_MAX] = {
         KEY(WEBSOCKET_IDLE_TIMEOUT, "frontend", websocket_idle_timeout, VALUE_DURATION, RULE_POSITIVE),
         KEY(MIN_BODY_RATE, "frontend", min_body_rate, VALUE_SIZE, RULE_NONE),
         KEY(CLIENT_WORKER_SHARE, "frontend", client_worker_share, VALUE_DOUBLE, RULE_FRACTION),
+        KEY(IO_URING, "frontend", io_uring, VALUE_BOOL, RULE_NONE),
 };
 
 static const char *const section_table[] = {"worker", "pool", "policy", "frontend"};
@@ -729,6 +730,7 @@ int config_init_defaults(Config *c) {
                 .websocket_idle_timeout = 600 * USEC_PER_SEC,
                 .min_body_rate = 512,
                 .client_worker_share = 0.5,
+                .io_uring = true,
         };
 
         if (strv_consume(&c->exec, strdup(EP_DEMO_WORKER_PATH)) < 0)

@@ -101,6 +101,7 @@ typedef enum ConfigKey {
         CONFIG_KEY_WEBSOCKET_IDLE_TIMEOUT,
         CONFIG_KEY_MIN_BODY_RATE,
         CONFIG_KEY_CLIENT_WORKER_SHARE,
+        CONFIG_KEY_IO_URING,
         _CONFIG_KEY_MAX,
         _CONFIG_KEY_INVALID = -EINVAL,
 } ConfigKey;
@@ -208,6 +209,8 @@ typedef struct Config {
                                               * header_timeout; 0 = no rate, only the idle_timeout stall */
         double client_worker_share;          /* 0.5: (0, 1] of a worker's queue one client may fill; freed
                                               * upstream connections go to the client holding the fewest */
+        bool io_uring;                       /* yes: the front end's socket reads and writes go to the
+                                              * kernel in batches through io_uring where it can have one */
 
         /* Line of the last assignment of each key in path; 0 = not set by the file (default, or set in
          * code). Cross-key errors name these lines. */

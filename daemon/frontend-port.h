@@ -75,6 +75,12 @@ typedef struct FrontendTotals {
          * dispatched, and the most one wake-up dispatched */
         uint64_t wakeups, socket_events;
         unsigned batch_largest;
+        /* its batched socket reads and writes: through io_uring or one system call each ([frontend]
+         * io_uring=; io_uring_error is why not when it was asked for: -errno, 0), the system calls they
+         * took and how many they were */
+        bool io_uring;
+        int io_uring_error;
+        uint64_t io_calls, io_ops;
 } FrontendTotals;
 
 typedef struct FrontendHooks {

@@ -260,6 +260,15 @@ static void write_frontend(Exposition *e) {
         sample_u64(e, "frontend_socket_events_total", "", t.socket_events);
         family(e, "frontend_batch_largest", "gauge", "The most ready sockets one wake-up has dispatched.");
         sample_u64(e, "frontend_batch_largest", "", t.batch_largest);
+        family(e, "frontend_io_uring", "gauge",
+               "Whether the front end's socket reads and writes go to the kernel in batches through io_uring "
+               "(1) or take one system call each (0).");
+        sample_u64(e, "frontend_io_uring", "", t.io_uring ? 1 : 0);
+        family(e, "frontend_io_ops_total", "counter", "Socket reads and writes the front end did in batches.");
+        sample_u64(e, "frontend_io_ops_total", "", t.io_ops);
+        family(e, "frontend_io_syscalls_total", "counter",
+               "System calls those took: io_uring_enter() calls, or one per read or write without io_uring.");
+        sample_u64(e, "frontend_io_syscalls_total", "", t.io_calls);
 }
 
 int metrics_write(const StatusView *v, FILE *f) {

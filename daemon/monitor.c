@@ -290,9 +290,16 @@ static void write_frontend(FILE *f, const StatusView *v) {
                 return;
         }
         v->frontend->totals(v->frontend_data, &t);
-        fprintf(f, "{\"requests\":%llu,\"errors\":%llu,\"connections\":%u,\"h2_connections\":%u,\"streams\":%u}",
+        fprintf(f, "{\"requests\":%llu,\"errors\":%llu,\"connections\":%u,\"h2_connections\":%u,\"streams\":%u,",
                 (unsigned long long) t.requests, (unsigned long long) t.errors, t.connections, t.h2_connections,
                 t.streams);
+        /* how its sockets are read and written, and why not through io_uring when it was asked for */
+        fprintf(f, "\"io\":\"%s\",\"io_uring_error\":", t.io_uring ? "io_uring" : "syscalls");
+        if (t.io_uring_error < 0)
+                json_write_string(f, strerrordesc_np(-t.io_uring_error) ?: "unknown error");
+        else
+                fputs("null", f);
+        fputc('}', f);
 }
 
 int monitor_write_json(const StatusView *v, FILE *f) {

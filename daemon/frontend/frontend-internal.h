@@ -43,6 +43,7 @@ typedef struct HeldQueue {
 struct Frontend {
         sd_event *event;
         IoBatch *batch; /* the client and worker sockets, dispatched many per wake-up */
+        int io_uring_error; /* why the batch has no io_uring although io_uring=yes: -errno; 0 */
         const Config *config;
         const CommanderOps *commander;
         void *commander_userdata;

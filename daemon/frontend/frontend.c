@@ -544,6 +544,10 @@ static void totals(void *userdata, FrontendTotals *ret) {
                 .wakeups = b.wakeups,
                 .socket_events = b.events,
                 .batch_largest = b.largest,
+                .io_uring = io_batch_uring(fe->batch),
+                .io_uring_error = fe->io_uring_error,
+                .io_calls = b.io_calls,
+                .io_ops = b.io_ops,
         };
 }
 
@@ -601,6 +605,30 @@ static int on_sweep(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* [frontend] io_uring=, at start and at every reload: the batch's socket reads and writes go through
+ * io_uring, or take one system call each. */
+static void apply_io_uring(Frontend *fe) {
+        int r;
+
+        if (!fe->config->io_uring) {
+                if (io_batch_uring(fe->batch))
+                        log_info("Front end: io_uring=no, socket reads and writes take one system call each now");
+                io_batch_stop_uring(fe->batch);
+                fe->io_uring_error = 0;
+                return;
+        }
+        if (io_batch_uring(fe->batch))
+                return;
+        r = io_batch_start_uring(fe->batch);
+        if (r < 0 && r != fe->io_uring_error)
+                log_notice_errno(r, "Front end: the kernel gives no io_uring (%m)%s; socket reads and writes take "
+                                 "one system call each",
+                                 r == -EPERM ? ", a seccomp filter or kernel.io_uring_disabled refuses it" : "");
+        else if (r >= 0)
+                log_info("Front end: socket reads and writes go to the kernel in batches, through io_uring");
+        fe->io_uring_error = MIN(r, 0);
+}
+
 int frontend_reload(Frontend *fe) {
         free(fe->trusted);
         fe->trusted = NULL;
@@ -610,6 +638,7 @@ int frontend_reload(Frontend *fe) {
                 return log_oom();
         /* a revocation must outlive the longest-lived cookie ever given, the old ones included */
         fe->cookie_age_max = MAX(fe->cookie_age_max, fe->config->cookie_max_age);
+        apply_io_uring(fe);
         return reload_listeners(fe);
 }
 
@@ -645,6 +674,7 @@ int frontend_new(const FrontendOptions *o, Frontend **ret) {
                 log_error_errno(r, "Failed to set up the front end's socket set: %m");
                 goto fail;
         }
+        apply_io_uring(fe);
         r = frontend_state_dir(o->group, o->state_dir, &fe->state_dir);
         if (r < 0) {
                 log_error_errno(r, "No state directory for the cookie key: pass --state-dir");

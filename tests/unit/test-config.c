@@ -141,6 +141,7 @@ static void assert_config_equal(const Config *a, const Config *b) {
                 assert_true(da.part[p] == db.part[p]);
         assert_int_equal(a->min_body_rate, b->min_body_rate);
         assert_true(a->client_worker_share == b->client_worker_share);
+        assert_int_equal(a->io_uring, b->io_uring);
 }
 
 static void test_config_init_defaults_values(void **state) {
@@ -166,6 +167,7 @@ static void test_config_init_defaults_values(void **state) {
         assert_true(c.admission_threshold == 0.8);
         assert_true(c.compaction_margin == 1.5);
         assert_true(c.client_worker_share == 0.5);
+        assert_true(c.io_uring);
         assert_int_equal(c.occupancy_interval, 5 * USEC_PER_SEC);
         assert_int_equal(c.window_rows, 60);
         assert_int_equal(c.smoothing_rows, 6);
@@ -330,6 +332,7 @@ static void test_config_load_every_key(void **state) {
                 ROW(WEBSOCKET_IDLE_TIMEOUT, "frontend", websocket_idle_timeout, "90s", U64, 90 * USEC_PER_SEC),
                 ROW(MIN_BODY_RATE, "frontend", min_body_rate, "2K", U64, 2048),
                 ROW(CLIENT_WORKER_SHARE, "frontend", client_worker_share, "0.25", DBL, .d = 0.25),
+                ROW(IO_URING, "frontend", io_uring, "no", BOOL, false),
         };
         _cleanup_free_ char *text = NULL, *error = NULL, *path = NULL;
         bool seen[_CONFIG_KEY_MAX] = {};

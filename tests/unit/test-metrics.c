@@ -74,7 +74,8 @@ static void three_workers(void) {
         fe.traffic[2] = (WorkerTraffic) { .inflight = 0 }; /* known, but no forward pool yet */
         pool_set_unhealthy(&m->pool, w2, "no report for 17s"); /* health took it out of new work */
         fe.totals = (FrontendTotals) { .requests = 12, .errors = 1, .connections = 5, .h2_connections = 2,
-                                       .streams = 3, .wakeups = 40, .socket_events = 900, .batch_largest = 64 };
+                                       .streams = 3, .wakeups = 40, .socket_events = 900, .batch_largest = 64,
+                                       .io_uring = true, .io_calls = 80, .io_ops = 1800 };
 }
 
 static bool has_line(const char *text, const char *line) {
@@ -194,6 +195,9 @@ static void test_metrics_write_values(void **state) {
         ASSERT_LINE(text, "elastic_pool_frontend_wakeups_total{group=\"test\"} 40");
         ASSERT_LINE(text, "elastic_pool_frontend_socket_events_total{group=\"test\"} 900");
         ASSERT_LINE(text, "elastic_pool_frontend_batch_largest{group=\"test\"} 64");
+        ASSERT_LINE(text, "elastic_pool_frontend_io_uring{group=\"test\"} 1");
+        ASSERT_LINE(text, "elastic_pool_frontend_io_ops_total{group=\"test\"} 1800");
+        ASSERT_LINE(text, "elastic_pool_frontend_io_syscalls_total{group=\"test\"} 80");
         ASSERT_LINE(text, "elastic_pool_spawns_total{group=\"test\",cause=\"floor\"} 0");
         ASSERT_LINE(text, "elastic_pool_deaths_total{group=\"test\",cause=\"oom\"} 0");
         ASSERT_LINE(text, "elastic_pool_moves_total{group=\"test\",outcome=\"aborted\"} 0");
