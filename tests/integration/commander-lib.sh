@@ -32,8 +32,10 @@ smoothing_rows = 2"
 }
 
 # Starts the commander (inside the test's cgroup when there is one) on $EP_CONF; logs to $EP_LOG.
+# EP_COMMANDER_WRAP: a command the commander runs under (its words split), e.g. a seccomp filter.
 start_commander() {
-        local cmd=("$(bin elastic-pool)" --group "t$$" --config "$EP_CONF" --runtime-dir "$EP_RUN"
+        # shellcheck disable=SC2206 # the wrapper's words
+        local cmd=(${EP_COMMANDER_WRAP:-} "$(bin elastic-pool)" --group "t$$" --config "$EP_CONF" --runtime-dir "$EP_RUN"
                 --state-dir "$EP_TMP/state" "$@")
         if [[ -n $EP_TEST_CGROUP ]]; then
                 spawn_bg bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$EP_TEST_CGROUP" "${cmd[@]}" \

@@ -9,7 +9,7 @@ foreach(t
         h1-reset-queued h1-slow-reader fair-share body-first
         no-worker-503 worker-killed response-timeout malformed-response no-replay
         live-move move-sole-worker
-        sigterm-h1 sigterm-h2 sigterm-idle memory-after-burst batch)
+        sigterm-h1 sigterm-h2 sigterm-idle memory-after-burst batch io-uring)
         ep_integration_test(frontend-${t} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/frontend-${t}.sh TIMEOUT 120
                 LABELS frontend)
 endforeach()

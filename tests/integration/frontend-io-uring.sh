@@ -1,0 +1,65 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Intent: the front end hands its socket reads and writes to the kernel in batches through io_uring
+# ([frontend] io_uring=, the default). 32 keep-alive clients whose requests are ready together
+# (frontend-batch-clients.py) are answered with far fewer system calls than reads and writes (/metrics:
+# frontend_io_ops_total over frontend_io_syscalls_total). A reload to io_uring = no makes it one system
+# call each, with the same answers. Under a seccomp filter that refuses io_uring, as a unit's
+# SystemCallFilter= would, the commander says once why it has no ring, the monitor shows it
+# (frontend.io "syscalls", frontend.io_uring_error), and every request is answered all the same.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/commander-lib.sh"
+. "$(dirname "$0")/frontend-lib.sh"
+. "$(dirname "$0")/admin-lib.sh"
+make_test_cgroup
+
+n=32
+metric() {
+        admin_curl /metrics | awk -v m="elastic_pool_$1" '$1 ~ "^" m "[{ ]" { print $2 }'
+}
+clients() {
+        out=$("$EP_PYTHON" "$FE_DIR/frontend-batch-clients.py" "$EP_ADDR" "$EP_COMMANDER_PID" --connections $n) ||
+                fail "not every request was answered ($1): $out"
+}
+
+admin_config "$DEMO_WORKER"
+fe_start
+if [[ $(monitor_json 'd["frontend"]["io"]') != io_uring ]]; then
+        skip "the kernel gives this host no io_uring: $(monitor_json 'd["frontend"]["io_uring_error"]')"
+fi
+log_has 'batches, through io_uring' || fail "the commander did not say it batches through io_uring"
+ops0=$(metric frontend_io_ops_total) calls0=$(metric frontend_io_syscalls_total)
+clients "io_uring"
+ops=$(($(metric frontend_io_ops_total) - ops0)) calls=$(($(metric frontend_io_syscalls_total) - calls0))
+note "io_uring: $ops reads and writes in $calls system calls"
+((ops >= 4 * 2 * n)) || fail "fewer reads and writes than $((2 * n)) requests need: $ops"
+# the warm-up's requests come one by one; the $n ready together are read in one call, and their heads
+# written to the worker in another: at least $n calls fewer than reads and writes
+((calls + n <= ops)) || fail "no batching: $ops reads and writes took $calls system calls"
+
+note "reload to io_uring = no"
+admin_config "$DEMO_WORKER" frontend.io_uring=no
+kill -HUP "$EP_COMMANDER_PID"
+wait_log 'io_uring=no, socket reads and writes take one system call each'
+[[ $(metric frontend_io_uring) == 0 ]] || fail "frontend_io_uring is not 0 after the reload"
+[[ $(monitor_json 'd["frontend"]["io"]') == syscalls ]] || fail "the monitor does not say syscalls"
+ops0=$(metric frontend_io_ops_total) calls0=$(metric frontend_io_syscalls_total)
+clients "io_uring = no"
+ops=$(($(metric frontend_io_ops_total) - ops0)) calls=$(($(metric frontend_io_syscalls_total) - calls0))
+note "io_uring = no: $ops writes in $calls system calls"
+((ops > 0 && calls == ops)) || fail "without io_uring each write is one system call: $ops writes, $calls calls"
+stop_commander || fail "the commander did not stop cleanly"
+
+note "io_uring refused by a seccomp filter"
+admin_config "$DEMO_WORKER"
+EP_COMMANDER_WRAP=$(bin ep-no-io-uring) fe_start
+wait_log 'the kernel gives no io_uring \(Operation not permitted\), a seccomp filter or kernel.io_uring_disabled refuses it'
+[[ $(grep -c 'gives no io_uring' "$EP_LOG") == 1 ]] || fail "the refusal was said more than once"
+[[ $(monitor_json 'd["frontend"]["io"]') == syscalls ]] || fail "the monitor does not say syscalls"
+err=$(monitor_json 'd["frontend"]["io_uring_error"]')
+[[ $err == "Operation not permitted" ]] || fail "frontend.io_uring_error is '$err'"
+clients "seccomp"
+[[ $(metric frontend_io_uring) == 0 ]] || fail "frontend_io_uring is not 0 under the filter"
+note "refused: the front end says '$err' and answers all the same"
+commander_alive || fail "the commander died"
+fe_stop
