@@ -744,7 +744,6 @@ static const IoSourceOps io_ops = {
         .send_done = send_done,
 };
 
-
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         H1Connection *c = userdata;
         const Config *cfg = c->config;
