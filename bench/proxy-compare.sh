@@ -50,6 +50,8 @@
 # BENCH_BASELINE=BUILD_DIR: a second commander, of that build, measured in every round beside this one
 # ("elastic-pool@base", its own worker of this build's demo worker binary, the same CPUs), with the CPU
 # per request of the two compared round by round (same-round pairs) and as a median of those ratios.
+# BENCH_BASELINE_FRONTEND="KEY = VALUE": more keys for the baseline's [frontend] section (one line each);
+# with BENCH_BASELINE set to this very build, an A/B of one setting, e.g. "io_uring = no".
 set -euo pipefail
 
 duration=${BENCH_DURATION:-10}
@@ -63,6 +65,9 @@ read -r -a protos <<<"${BENCH_PROTOS:-h1 h2}"
 for x in "${peers[@]}"; do [[ $x =~ ^(nginx|haproxy|nghttpx)$ ]] || { echo "BENCH_PEERS: unknown peer '$x'" >&2; exit 2; }; done
 for x in "${protos[@]}"; do [[ $x =~ ^(h1|h2)$ ]] || { echo "BENCH_PROTOS: h1 or h2, not '$x'" >&2; exit 2; }; done
 ((${#peers[@]} > 0 && ${#protos[@]} > 0)) || { echo "BENCH_PEERS and BENCH_PROTOS need one entry each" >&2; exit 2; }
+baseline=${BENCH_BASELINE:-}
+baseline_frontend=${BENCH_BASELINE_FRONTEND:-}
+[[ -z $baseline_frontend || -n $baseline ]] || { echo "BENCH_BASELINE_FRONTEND needs BENCH_BASELINE" >&2; exit 2; }
 nginx_auto=${BENCH_NGINX_AUTO:-1}
 haproxy_2t=${BENCH_HAPROXY_2T:-1}
 # shellcheck source=bench/proxy-lib.sh
@@ -84,8 +89,7 @@ if [[ $haproxy_2t == 1 ]]; then
 fi
 start_nghttpx "$port_ngh"
 start_direct
-baseline=${BENCH_BASELINE:-}
-[[ -n $baseline ]] && start_baseline "$baseline"
+[[ -n $baseline ]] && start_baseline "$baseline" "$baseline_frontend"
 
 names=(elastic-pool "${peers[@]}")
 declare -A port_h1=([elastic-pool]=$port_ep [nginx]=$port_ngx_h1 [haproxy]=$port_hap_h1 [nghttpx]=$port_ngh
@@ -215,7 +219,7 @@ echo "# load: wrk -t$threads -c$conns -d${duration}s --latency (HTTP/1.1); h2loa
 echo "#   (h2c prior knowledge; p50/p99 from its --log-file); ${warmup}s warm-up before each; GET / (36-byte body); $rounds round(s)"
 if [[ -n $baseline ]]; then
         base_src=$(awk -F= '/^CMAKE_HOME_DIRECTORY:/ { print $2 }' "$base_build/CMakeCache.txt" 2>/dev/null || true)
-        echo "# elastic-pool@base: $(git -C "${base_src:-/nonexistent}" rev-parse --short HEAD 2>/dev/null || echo '?') ($base_build), its own worker, the same CPUs"
+        echo "# elastic-pool@base: $(git -C "${base_src:-/nonexistent}" rev-parse --short HEAD 2>/dev/null || echo '?') ($base_build), its own worker, the same CPUs${baseline_frontend:+; its [frontend] adds: $baseline_frontend}"
 fi
 
 echo

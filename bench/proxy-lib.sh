@@ -8,8 +8,10 @@
 #
 # Inputs (set before sourcing, all optional): BENCH_WORKERS (1), BENCH_PIN (1), BENCH_PORT_BASE (18180),
 # BENCH_KEEP=DIR (copy logs and configurations there on exit), BENCH_CONNS (64: the upstream keep-alive
-# connections each peer may keep, as elastic-pool's upstream_connections default). start_baseline starts
-# a second commander of another build beside the first, to compare two builds in one run.
+# connections each peer may keep, as elastic-pool's upstream_connections default), BENCH_FRONTEND="KEY =
+# VALUE" (more keys for elastic-pool's [frontend] section, one line each, e.g. "io_uring = no").
+# start_baseline starts a second commander of another build beside the first, to compare two builds in
+# one run.
 
 bench_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/bench-lib.sh
@@ -133,11 +135,12 @@ cpu_ticks() {
                 awk '{ u += $12; s += $13 } END { print u + 0, s + 0 }'
 }
 
-# launch_commander NAME COMMANDER PORT CGROUP: a commander of this run (on the proxy CPU, in CGROUP, with
-# $worker as its workers), ready; sets last_pid, last_sock (the reception's socket) and last_worker_pids
-# (pinned to the load CPU with BENCH_PIN=1). Its log is $work/NAME.log.
+# launch_commander NAME COMMANDER PORT CGROUP [FRONTEND_LINES]: a commander of this run (on the proxy CPU, in
+# CGROUP, with $worker as its workers), ready; FRONTEND_LINES are more keys of its [frontend] section. Sets
+# last_pid, last_sock (the reception's socket) and last_worker_pids (pinned to the load CPU with
+# BENCH_PIN=1). Its log is $work/NAME.log.
 launch_commander() {
-        local name=$1 commander_bin=$2 port=$3 cgroup=$4 status_lines p
+        local name=$1 commander_bin=$2 port=$3 cgroup=$4 extra=${5:-} status_lines p
         cat >"$work/$name.conf" <<EOF
 [worker]
 exec = $worker --threads 2
@@ -147,6 +150,7 @@ min_workers = $n_workers
 max_workers = $n_workers
 [frontend]
 listen = 127.0.0.1:$port
+$extra
 EOF
         bg "$work/$name.log" "${on_proxy[@]}" bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cgroup" \
                 "$commander_bin" --group "$name" --config "$work/$name.conf" --runtime-dir "$work/run-$name" \
@@ -166,20 +170,21 @@ ws=d["workers"]; print([w for w in ws if w["reception"]][0]["socket"]); print(" 
 # Starts elastic-pool of this build; sets ep_pid, sock (the reception's socket, which nginx and HAProxy
 # forward to) and worker_pids.
 start_elastic_pool() {
-        launch_commander bench "$commander" "$port_ep" "$cg"
+        launch_commander bench "$commander" "$port_ep" "$cg" "${BENCH_FRONTEND:-}"
         ep_pid=$last_pid sock=$last_sock
         worker_pids=("${last_worker_pids[@]}")
 }
 
-# start_baseline BUILD_DIR: elastic-pool of another build beside this one, in the same run: its own cgroup
-# parent, directories and worker (this build's demo worker, so that only the commander differs), on
-# $port_base_ep; sets base_pid, base_worker_pids and base_build.
+# start_baseline BUILD_DIR [FRONTEND_LINES]: elastic-pool of another build (or of this one with other
+# [frontend] keys) beside this one, in the same run: its own cgroup parent, directories and worker (this
+# build's demo worker, so that only the commander differs), on $port_base_ep; sets base_pid,
+# base_worker_pids and base_build.
 start_baseline() {
         base_build=$(cd "$1" && pwd)
         [[ -x $base_build/daemon/elastic-pool ]] ||
                 bench_fail "no $base_build/daemon/elastic-pool: build the baseline first"
         make_parent "$cg_base"
-        launch_commander bench-base "$base_build/daemon/elastic-pool" "$port_base_ep" "$cg_base"
+        launch_commander bench-base "$base_build/daemon/elastic-pool" "$port_base_ep" "$cg_base" "${2:-}"
         base_pid=$last_pid
         base_worker_pids=("${last_worker_pids[@]}")
 }
