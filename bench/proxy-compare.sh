@@ -51,7 +51,7 @@
 # ("elastic-pool@base", its own worker of this build's demo worker binary, the same CPUs), with the CPU
 # per request of the two compared round by round (same-round pairs) and as a median of those ratios.
 # BENCH_BASELINE_FRONTEND="KEY = VALUE": more keys for the baseline's [frontend] section (one line each);
-# with BENCH_BASELINE set to this very build, an A/B of one setting, e.g. "io_uring = no".
+# with BENCH_BASELINE set to this very build, an A/B of one setting, e.g. "io_uring = yes".
 set -euo pipefail
 
 duration=${BENCH_DURATION:-10}

@@ -9,7 +9,7 @@
 # Inputs (set before sourcing, all optional): BENCH_WORKERS (1), BENCH_PIN (1), BENCH_PORT_BASE (18180),
 # BENCH_KEEP=DIR (copy logs and configurations there on exit), BENCH_CONNS (64: the upstream keep-alive
 # connections each peer may keep, as elastic-pool's upstream_connections default), BENCH_FRONTEND="KEY =
-# VALUE" (more keys for elastic-pool's [frontend] section, one line each, e.g. "io_uring = no").
+# VALUE" (more keys for elastic-pool's [frontend] section, one line each, e.g. "io_uring = yes").
 # start_baseline starts a second commander of another build beside the first, to compare two builds in
 # one run.
 

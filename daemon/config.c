@@ -730,7 +730,7 @@ int config_init_defaults(Config *c) {
                 .websocket_idle_timeout = 600 * USEC_PER_SEC,
                 .min_body_rate = 512,
                 .client_worker_share = 0.5,
-                .io_uring = true,
+                .io_uring = false,
         };
 
         if (strv_consume(&c->exec, strdup(EP_DEMO_WORKER_PATH)) < 0)

@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Intent: the front end hands its socket reads and writes to the kernel in batches through io_uring
-# ([frontend] io_uring=, the default). 32 keep-alive clients whose requests are ready together
-# (frontend-batch-clients.py) are answered with far fewer system calls than reads and writes (/metrics:
-# frontend_io_ops_total over frontend_io_syscalls_total). A reload to io_uring = no makes it one system
-# call each, with the same answers. Under a seccomp filter that refuses io_uring, as a unit's
+# Intent: by default ([frontend] io_uring = no) the front end makes one system call per socket read and
+# write and never touches io_uring. A reload to io_uring = yes hands them to the kernel in batches: 32
+# keep-alive clients whose requests are ready together (frontend-batch-clients.py) are answered with far
+# fewer system calls than reads and writes (/metrics: frontend_io_ops_total over
+# frontend_io_syscalls_total), with the same answers. Under a seccomp filter that refuses io_uring, as a unit's
 # SystemCallFilter= would, the commander says once why it has no ring, the monitor shows it
 # (frontend.io "syscalls", frontend.io_uring_error), and every request is answered all the same.
 . "$(dirname "$0")/lib.sh"
@@ -24,10 +24,24 @@ clients() {
 
 admin_config "$DEMO_WORKER"
 fe_start
+note "io_uring = no, the default"
+[[ $(monitor_json 'd["frontend"]["io"]') == syscalls ]] || fail "the monitor does not say syscalls by default"
+[[ $(metric frontend_io_uring) == 0 ]] || fail "frontend_io_uring is not 0 by default"
+! log_has 'io_uring' || fail "the commander spoke of io_uring it was not asked for: $(grep io_uring "$EP_LOG")"
+ops0=$(metric frontend_io_ops_total) calls0=$(metric frontend_io_syscalls_total)
+clients "io_uring = no"
+ops=$(($(metric frontend_io_ops_total) - ops0)) calls=$(($(metric frontend_io_syscalls_total) - calls0))
+note "io_uring = no: $ops writes in $calls system calls"
+((ops > 0 && calls == ops)) || fail "without io_uring each write is one system call: $ops writes, $calls calls"
+
+note "reload to io_uring = yes"
+admin_config "$DEMO_WORKER" frontend.io_uring=yes
+kill -HUP "$EP_COMMANDER_PID"
+wait_log 'batches, through io_uring|gives no io_uring'
 if [[ $(monitor_json 'd["frontend"]["io"]') != io_uring ]]; then
         skip "the kernel gives this host no io_uring: $(monitor_json 'd["frontend"]["io_uring_error"]')"
 fi
-log_has 'batches, through io_uring' || fail "the commander did not say it batches through io_uring"
+[[ $(metric frontend_io_uring) == 1 ]] || fail "frontend_io_uring is not 1 after the reload"
 ops0=$(metric frontend_io_ops_total) calls0=$(metric frontend_io_syscalls_total)
 clients "io_uring"
 ops=$(($(metric frontend_io_ops_total) - ops0)) calls=$(($(metric frontend_io_syscalls_total) - calls0))
@@ -36,22 +50,10 @@ note "io_uring: $ops reads and writes in $calls system calls"
 # the warm-up's requests come one by one; the $n ready together are read in one call, and their heads
 # written to the worker in another: at least $n calls fewer than reads and writes
 ((calls + n <= ops)) || fail "no batching: $ops reads and writes took $calls system calls"
-
-note "reload to io_uring = no"
-admin_config "$DEMO_WORKER" frontend.io_uring=no
-kill -HUP "$EP_COMMANDER_PID"
-wait_log 'io_uring=no, socket reads and writes take one system call each'
-[[ $(metric frontend_io_uring) == 0 ]] || fail "frontend_io_uring is not 0 after the reload"
-[[ $(monitor_json 'd["frontend"]["io"]') == syscalls ]] || fail "the monitor does not say syscalls"
-ops0=$(metric frontend_io_ops_total) calls0=$(metric frontend_io_syscalls_total)
-clients "io_uring = no"
-ops=$(($(metric frontend_io_ops_total) - ops0)) calls=$(($(metric frontend_io_syscalls_total) - calls0))
-note "io_uring = no: $ops writes in $calls system calls"
-((ops > 0 && calls == ops)) || fail "without io_uring each write is one system call: $ops writes, $calls calls"
 stop_commander || fail "the commander did not stop cleanly"
 
 note "io_uring refused by a seccomp filter"
-admin_config "$DEMO_WORKER"
+admin_config "$DEMO_WORKER" frontend.io_uring=yes
 EP_COMMANDER_WRAP=$(bin ep-no-io-uring) fe_start
 wait_log 'the kernel gives no io_uring \(Operation not permitted\), a seccomp filter or kernel.io_uring_disabled refuses it'
 [[ $(grep -c 'gives no io_uring' "$EP_LOG") == 1 ]] || fail "the refusal was said more than once"

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* The front end's unit tests run twice: as unit/X with one system call per socket read and write, and as
- * unit/X-io-uring (EP_TEST_IO_URING=1) with the batch's reads and writes through io_uring, the default of
- * the daemon (daemon/frontend/io-ring.h). The same tests, the same assertions: both must behave alike. */
+/* The front end's unit tests run twice: as unit/X with one system call per socket read and write, the
+ * daemon's default, and as unit/X-io-uring (EP_TEST_IO_URING=1) with the batch's reads and writes through
+ * io_uring ([frontend] io_uring = yes, daemon/frontend/io-ring.h). The same tests, the same assertions:
+ * both must behave alike. */
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -167,7 +167,7 @@ static void test_config_init_defaults_values(void **state) {
         assert_true(c.admission_threshold == 0.8);
         assert_true(c.compaction_margin == 1.5);
         assert_true(c.client_worker_share == 0.5);
-        assert_true(c.io_uring);
+        assert_false(c.io_uring);
         assert_int_equal(c.occupancy_interval, 5 * USEC_PER_SEC);
         assert_int_equal(c.window_rows, 60);
         assert_int_equal(c.smoothing_rows, 6);
@@ -332,7 +332,7 @@ static void test_config_load_every_key(void **state) {
                 ROW(WEBSOCKET_IDLE_TIMEOUT, "frontend", websocket_idle_timeout, "90s", U64, 90 * USEC_PER_SEC),
                 ROW(MIN_BODY_RATE, "frontend", min_body_rate, "2K", U64, 2048),
                 ROW(CLIENT_WORKER_SHARE, "frontend", client_worker_share, "0.25", DBL, .d = 0.25),
-                ROW(IO_URING, "frontend", io_uring, "no", BOOL, false),
+                ROW(IO_URING, "frontend", io_uring, "yes", BOOL, true),
         };
         _cleanup_free_ char *text = NULL, *error = NULL, *path = NULL;
         bool seen[_CONFIG_KEY_MAX] = {};
