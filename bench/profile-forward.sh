@@ -5,7 +5,8 @@
 #   1. system calls per request of each proxy (perf stat on the syscalls:sys_enter_* tracepoints; strace -c
 #      where perf has no tracepoints, which slows the proxy but keeps the counts per request);
 #   2. epoll: waits per request and the mean number of events one wait returns (perf record on
-#      sys_exit_epoll_wait; skipped without perf);
+#      sys_exit_epoll_wait; skipped without perf), and waits per request at a fixed rate below every
+#      proxy's capacity (BENCH_PROFILE_RATE, 20000 requests/s; h2load --rps), where none is saturated;
 #   3. elastic-pool's CPU profile: perf record -g on cpu-clock (the software clock also works where the PMU
 #      is not exposed), top symbols by self time and the system calls by inclusive time; where perf cannot
 #      record, callgrind on a short run (instructions, user space only) with BENCH_PROFILE_TOOL=callgrind.
@@ -15,7 +16,7 @@
 #   4. CPU per request and req/s of each proxy against the number of wrk connections (BENCH_PROFILE_SWEEP,
 #      "4 16 64 256"; empty to skip): a cost per wake-up that grows with the ready descriptors shows here.
 # Environment: BENCH_PROFILE_PROTO (h1 | h2), BENCH_PROFILE_DURATION (5 s), BENCH_PROFILE_TOOL (perf |
-# callgrind; default perf when `perf record -e cpu-clock` works), BENCH_PROFILE_CALLGRAPH (fp | dwarf: whole
+# callgrind; default perf when `perf record -e cpu-clock` works), BENCH_PROFILE_RATE, BENCH_PROFILE_CALLGRAPH (fp | dwarf: whole
 # user-space stacks and an inclusive list of elastic-pool's functions), BENCH_PROFILE_SWEEP, plus proxy-lib.sh's
 # BENCH_PIN, BENCH_CONNS, BENCH_PORT_BASE, BENCH_KEEP.
 set -euo pipefail
@@ -27,6 +28,9 @@ h2_clients=${BENCH_H2_CLIENTS:-16}
 h2_streams=${BENCH_H2_STREAMS:-4}
 sweep=${BENCH_PROFILE_SWEEP-4 16 64 256}
 sweep_secs=${BENCH_PROFILE_SWEEP_DURATION:-3}
+# epoll waits per request once more at this fixed rate (requests/s, all connections together; 0 skips)
+rate=${BENCH_PROFILE_RATE:-20000}
+[[ $rate =~ ^[0-9]+$ ]] || { echo "BENCH_PROFILE_RATE: requests per second, not '$rate'" >&2; exit 1; }
 # fp: frame pointers, cheap, but the user-space stacks of our -O2 build (no frame pointers) are cut short;
 # dwarf: whole stacks from copies of the stack (bigger files), and the inclusive list below has meaning.
 callgraph=${BENCH_PROFILE_CALLGRAPH:-fp}
@@ -121,6 +125,27 @@ epoll_count() {
         awk -F, -v n="$n" '$1 ~ /^[0-9]+$/ { c += $1 } END { printf "%.3f\n", c / n }' "$work/ec-$name.raw"
 }
 
+# epoll_count_rate NAME PORT "PIDS": epoll_count() under the same connections at a fixed rate (h2load
+# --rps, HTTP/1.1 with --h1), below every proxy's capacity: no proxy is saturated, so none has its ready
+# sockets pile up while it works; "waits/request requests/s".
+epoll_count_rate() {
+        local name=$1 port=$2 pids=$3 list args
+        list=$(echo "$pids" | tr ' ' ',')
+        if [[ $proto == h1 ]]; then
+                args=(--h1 -c"$conns" -t"$threads" --rps="$(awk -v r="$rate" -v c="$conns" 'BEGIN { printf "%.0f", r / c }')")
+        else
+                args=(-c"$h2_clients" -m"$h2_streams" -t"$threads" --rps="$(awk -v r="$rate" -v c="$h2_clients" 'BEGIN { printf "%.0f", r / c }')")
+        fi
+        perf stat -x, -e 'syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_pwait2' \
+                -p "$list" -o "$work/er-$name.raw" -- sleep $((secs + 1)) &
+        local st=$!
+        sleep 0.3
+        "${on_load[@]}" h2load "${args[@]}" -D"$secs" "http://127.0.0.1:$port/" >"$work/er-$name.load"
+        wait "$st" || true
+        awk -F, -v n="$(awk '/^requests:/ { print $8 }' "$work/er-$name.load")" -v s="$secs" \
+                '$1 ~ /^[0-9]+$/ { c += $1 } END { printf "%.3f %.0f\n", c / n, n / s }' "$work/er-$name.raw"
+}
+
 # epoll_stats NAME PORT "PIDS": "waits/request mean-events-per-wait share-of-zero-timeout-waits" (perf
 # record on four tracepoints: lighter than syscalls(), heavier than epoll_count()).
 epoll_stats() {
@@ -201,6 +226,13 @@ if ((perf_tp)); then
                 printf '%-13s %6s waits/req   (record: %6s waits/req %7s events/wait %6s zero-timeout)\n' \
                         "$name" "$c" "$w" "$e" "$z"
         done
+        if ((rate > 0)); then
+                echo "## epoll waits per request at a fixed rate, $rate requests/s asked (BENCH_PROFILE_RATE), the same connections"
+                for name in "${names[@]}"; do
+                        read -r c got < <(epoll_count_rate "$name" "${proto_port[$name]}" "${ppids[$name]}")
+                        printf '%-13s %6s waits/req at %s requests/s\n' "$name" "$c" "$got"
+                done
+        fi
 fi
 
 # ---- 3. CPU per request by where it is spent, and elastic-pool's hot symbols ----
