@@ -57,7 +57,7 @@ expect() {
 expect elastic_pool_frontend_requests_total "$sent"
 expect elastic_pool_worker_requests_total "$sent"
 expect elastic_pool_worker_request_duration_seconds_count "$sent"
-expect elastic_pool_worker_request_duration_seconds_bucket "$sent" 'le="\+Inf"'
+expect elastic_pool_worker_request_duration_seconds_bucket "$sent" 'le="[+]Inf"'
 expect elastic_pool_worker_errors_total 0
 expect elastic_pool_frontend_errors_total 0
 expect elastic_pool_worker_users 1
