@@ -16,9 +16,9 @@
 #   4. CPU per request and req/s of each proxy against the number of wrk connections (BENCH_PROFILE_SWEEP,
 #      "4 16 64 256"; empty to skip): a cost per wake-up that grows with the ready descriptors shows here.
 # Environment: BENCH_PROFILE_PROTO (h1 | h2), BENCH_PROFILE_DURATION (5 s), BENCH_PROFILE_TOOL (perf |
-# callgrind; default perf when `perf record -e cpu-clock` works), BENCH_PROFILE_RATE, BENCH_PROFILE_CALLGRAPH (fp | dwarf: whole
-# user-space stacks and an inclusive list of elastic-pool's functions), BENCH_PROFILE_SWEEP, plus proxy-lib.sh's
-# BENCH_PIN, BENCH_CONNS, BENCH_PORT_BASE, BENCH_KEEP.
+# callgrind; default perf when `perf record -e cpu-clock` works), BENCH_PROFILE_CALLGRAPH (fp | dwarf: whole
+# user-space stacks and an inclusive list of elastic-pool's functions), BENCH_PROFILE_SWEEP,
+# BENCH_PROFILE_RATE, plus proxy-lib.sh's BENCH_PIN, BENCH_CONNS, BENCH_PORT_BASE, BENCH_KEEP.
 set -euo pipefail
 
 proto=${BENCH_PROFILE_PROTO:-h1}
@@ -109,45 +109,40 @@ syscalls() {
         echo "$n" >"$work/sc-$name.n"
 }
 
-# epoll_count NAME PORT "PIDS": epoll waits per request, counted with only the epoll tracepoints on. With
-# every syscalls:sys_enter_* tracepoint on (syscalls()), each system call is slowed enough that a proxy's
-# batches grow and its waits per request read low: elastic-pool's h1 read 0.33 there against 0.80 here,
-# with the front end's own counters (/metrics frontend_wakeups_total) agreeing with the latter.
-epoll_count() {
-        local name=$1 port=$2 pids=$3 n list
-        list=$(echo "$pids" | tr ' ' ',')
+# epoll_waits "PIDS" RAW CMD...: CMD (a load that prints the requests it completed) with only the epoll
+# wait tracepoints counted (perf stat into RAW); prints "waits/request requests". With every
+# syscalls:sys_enter_* tracepoint on (syscalls()), each system call is slowed enough that a proxy's batches
+# grow and its waits per request read low: elastic-pool's h1 read 0.33 there against 0.80 here, with the
+# front end's own counters (/metrics frontend_wakeups_total) agreeing with the latter.
+epoll_waits() {
+        local list st n raw=$2
+        list=$(echo "$1" | tr ' ' ',')
+        shift 2
         perf stat -x, -e 'syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_pwait2' \
-                -p "$list" -o "$work/ec-$name.raw" -- sleep $((secs + 1)) &
-        local st=$!
+                -p "$list" -o "$raw" -- sleep $((secs + 1)) &
+        st=$!
         sleep 0.3
-        n=$(load "$port" "$secs" "$work/ec-$name.load")
+        n=$("$@")
         wait "$st" || true
-        awk -F, -v n="$n" '$1 ~ /^[0-9]+$/ { c += $1 } END { printf "%.3f\n", c / n }' "$work/ec-$name.raw"
+        awk -F, -v n="$n" '$1 ~ /^[0-9]+$/ { c += $1 } END { printf "%.3f %d\n", c / n, n }' "$raw"
 }
 
-# epoll_count_rate NAME PORT "PIDS": epoll_count() under the same connections at a fixed rate (h2load
-# --rps, HTTP/1.1 with --h1), below every proxy's capacity: no proxy is saturated, so none has its ready
-# sockets pile up while it works; "waits/request requests/s".
-epoll_count_rate() {
-        local name=$1 port=$2 pids=$3 list args
-        list=$(echo "$pids" | tr ' ' ',')
+# rate_load PORT OUT: h2load at $rate requests/s over the run's connections (--h1 for HTTP/1.1), below every
+# proxy's capacity: no proxy is saturated, so none has its ready sockets pile up while it works. Prints
+# the requests completed.
+rate_load() {
+        local args
         if [[ $proto == h1 ]]; then
-                args=(--h1 -c"$conns" -t"$threads" --rps="$(awk -v r="$rate" -v c="$conns" 'BEGIN { printf "%.0f", r / c }')")
+                args=(--h1 -c"$conns" --rps="$(awk -v r="$rate" -v c="$conns" 'BEGIN { printf "%.0f", r / c }')")
         else
-                args=(-c"$h2_clients" -m"$h2_streams" -t"$threads" --rps="$(awk -v r="$rate" -v c="$h2_clients" 'BEGIN { printf "%.0f", r / c }')")
+                args=(-c"$h2_clients" -m"$h2_streams" --rps="$(awk -v r="$rate" -v c="$h2_clients" 'BEGIN { printf "%.0f", r / c }')")
         fi
-        perf stat -x, -e 'syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_epoll_pwait2' \
-                -p "$list" -o "$work/er-$name.raw" -- sleep $((secs + 1)) &
-        local st=$!
-        sleep 0.3
-        "${on_load[@]}" h2load "${args[@]}" -D"$secs" "http://127.0.0.1:$port/" >"$work/er-$name.load"
-        wait "$st" || true
-        awk -F, -v n="$(awk '/^requests:/ { print $8 }' "$work/er-$name.load")" -v s="$secs" \
-                '$1 ~ /^[0-9]+$/ { c += $1 } END { printf "%.3f %.0f\n", c / n, n / s }' "$work/er-$name.raw"
+        "${on_load[@]}" h2load "${args[@]}" -t"$threads" -D"$secs" "http://127.0.0.1:$1/" >"$2"
+        awk '/^requests:/ { print $8 }' "$2"
 }
 
 # epoll_stats NAME PORT "PIDS": "waits/request mean-events-per-wait share-of-zero-timeout-waits" (perf
-# record on four tracepoints: lighter than syscalls(), heavier than epoll_count()).
+# record on four tracepoints: lighter than syscalls(), heavier than epoll_waits()).
 epoll_stats() {
         local name=$1 port=$2 pids=$3 n list
         list=$(echo "$pids" | tr ' ' ',')
@@ -221,7 +216,8 @@ if ((perf_tp)); then
         echo "## epoll: waits per request (perf stat on the epoll tracepoints alone), then per wait the events"
         echo "##   returned (mean) and the share with timeout 0 (perf record, which counts fewer waits per request)"
         for name in "${names[@]}"; do
-                c=$(epoll_count "$name" "${proto_port[$name]}" "${ppids[$name]}")
+                read -r c _ < <(epoll_waits "${ppids[$name]}" "$work/ec-$name.raw" \
+                        load "${proto_port[$name]}" "$secs" "$work/ec-$name.load")
                 read -r w e z < <(epoll_stats "$name" "${proto_port[$name]}" "${ppids[$name]}")
                 printf '%-13s %6s waits/req   (record: %6s waits/req %7s events/wait %6s zero-timeout)\n' \
                         "$name" "$c" "$w" "$e" "$z"
@@ -229,8 +225,9 @@ if ((perf_tp)); then
         if ((rate > 0)); then
                 echo "## epoll waits per request at a fixed rate, $rate requests/s asked (BENCH_PROFILE_RATE), the same connections"
                 for name in "${names[@]}"; do
-                        read -r c got < <(epoll_count_rate "$name" "${proto_port[$name]}" "${ppids[$name]}")
-                        printf '%-13s %6s waits/req at %s requests/s\n' "$name" "$c" "$got"
+                        read -r c got < <(epoll_waits "${ppids[$name]}" "$work/er-$name.raw" \
+                                rate_load "${proto_port[$name]}" "$work/er-$name.load")
+                        printf '%-13s %6s waits/req at %s requests/s\n' "$name" "$c" "$((got / secs))"
                 done
         fi
 fi
