@@ -26,7 +26,7 @@ reports=${BENCH_REPORTS:-1000000}
 
 # row BINARY WORKERS STATE: "us-per-report other% steal% mark" of one round of BINARY.
 row() {
-        local span c0 c1 us
+        local span c0 c1 us o s m
         span=$(span_begin)
         children_usec c0
         BENCH_ROUNDS=1 "$1" "$2" "$reports" "$([[ $3 == held ]] && echo held)" >"$work_out" 2>&1 ||
