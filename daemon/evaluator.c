@@ -22,8 +22,9 @@ static double wall_cores(const EvaluatorParams *p) {
         return p->cpu_wall_cores > 0 ? p->cpu_wall_cores : 1.0;
 }
 
-/* One component of one row; false when the row does not carry it. */
-static bool row_component(const Row *row, const EvaluatorParams *p, Component c, double *ret) {
+/* One component of one row; false when the row does not carry it. Inlined: evaluating a window calls it
+ * for each component of each row it reads, on every report, and with the call the switch stays. */
+static _always_inline_ bool row_component(const RowComponents *row, const EvaluatorParams *p, Component c, double *ret) {
         double v;
 
         switch (c) {
@@ -71,7 +72,7 @@ void evaluator_evaluate(const Window *w, const EvaluatorParams *p, Occupancy *re
 
         /* Newest first, as far back as needed: a row lacking a component does not shorten its average. */
         for (uint32_t age = 0; age < w->count && short_of > 0; age++) {
-                const Row *row = window_row(w, age);
+                const RowComponents *row = window_components(w, age);
 
                 for (Component c = 0; c < _COMPONENT_MAX; c++) {
                         double v;
@@ -99,13 +100,15 @@ void evaluator_evaluate(const Window *w, const EvaluatorParams *p, Occupancy *re
 }
 
 bool evaluator_row_occupancy(const Row *row, const EvaluatorParams *p, double *ret) {
+        RowComponents rc;
         bool any = false;
         double best = 0.0;
 
+        row_components(row, &rc);
         for (Component c = 0; c < _COMPONENT_MAX; c++) {
                 double v;
 
-                if (!row_component(row, p, c, &v))
+                if (!row_component(&rc, p, c, &v))
                         continue;
                 if (!any || v > best)
                         best = v;
@@ -121,14 +124,14 @@ static bool earlier_row_has(const Window *w, const EvaluatorParams *p, Component
         for (uint32_t age = 1; age < w->count; age++) {
                 double v;
 
-                if (row_component(window_row(w, age), p, c, &v))
+                if (row_component(window_components(w, age), p, c, &v))
                         return true;
         }
         return false;
 }
 
 unsigned evaluator_missing_components(const Window *w, const EvaluatorParams *p) {
-        const Row *latest = window_latest(w);
+        const RowComponents *latest = window_components(w, 0);
         unsigned mask = 0;
         double v;
 

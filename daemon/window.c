@@ -6,20 +6,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cleanup.h"
+
 int window_init(Window *w, uint32_t capacity) {
-        Row *rows;
+        _cleanup_free_ Row *rows = NULL;
+        _cleanup_free_ RowComponents *components = NULL;
 
         if (capacity == 0)
                 return -EINVAL;
         rows = calloc(capacity, sizeof(Row));
-        if (!rows)
+        components = calloc(capacity, sizeof(RowComponents));
+        if (!rows || !components)
                 return -ENOMEM;
-        *w = (Window){.rows = rows, .capacity = capacity};
+        *w = (Window){.rows = TAKE_PTR(rows), .components = TAKE_PTR(components), .capacity = capacity};
         return 0;
 }
 
 void window_done(Window *w) {
         free(w->rows);
+        free(w->components);
         *w = (Window){};
 }
 
@@ -28,22 +33,41 @@ void window_clear(Window *w) {
         w->head = 0;
 }
 
+void row_components(const Row *row, RowComponents *ret) {
+        *ret = (RowComponents) {
+                .has_cpu = row->has_cpu,
+                .cpu = row->cpu,
+                .has_memory = row->has_memory,
+                .memory_bytes = row->memory_bytes,
+                .has_executor = row->has_executor,
+                .executor_busy = row->executor_busy,
+                .executor_total = row->executor_total,
+                .has_inflight = row->has_inflight,
+                .inflight = row->inflight,
+        };
+}
+
 void window_push(Window *w, const Row *row) {
         w->rows[w->head] = *row;
+        row_components(row, &w->components[w->head]);
         w->head = w->head + 1 == w->capacity ? 0 : w->head + 1;
         if (w->count < w->capacity)
                 w->count++;
         w->total++;
 }
 
-const Row *window_row(const Window *w, uint32_t age) {
-        uint32_t i;
-
-        if (age >= w->count)
-                return NULL;
+/* The slot of the row of that age; age < count. */
+static uint32_t slot(const Window *w, uint32_t age) {
         /* head is one past the newest; count <= capacity, so one wrap at most. */
-        i = w->head >= age + 1 ? w->head - age - 1 : w->head + w->capacity - age - 1;
-        return &w->rows[i];
+        return w->head >= age + 1 ? w->head - age - 1 : w->head + w->capacity - age - 1;
+}
+
+const Row *window_row(const Window *w, uint32_t age) {
+        return age < w->count ? &w->rows[slot(w, age)] : NULL;
+}
+
+const RowComponents *window_components(const Window *w, uint32_t age) {
+        return age < w->count ? &w->components[slot(w, age)] : NULL;
 }
 
 const Row *window_latest(const Window *w) {

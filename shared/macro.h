@@ -15,6 +15,7 @@
 #define _likely_(x) __builtin_expect(!!(x), 1)
 #define _unlikely_(x) __builtin_expect(!!(x), 0)
 #define _noreturn_ __attribute__((noreturn))
+#define _always_inline_ inline __attribute__((always_inline))
 #define ERRNO_VALUE(e) (abs(e))
 #define RET_NERRNO(expr) ((expr) < 0 ? -errno : 0)
 

@@ -94,6 +94,40 @@ static void test_window_row_every_head_position(void **state) {
         window_done(&w);
 }
 
+/* The evaluator's packed copy of each row follows its row through every wrap and a clear, absent
+ * readings absent in both. */
+static void test_window_components_follow_rows(void **state) {
+        Window w;
+
+        assert_int_equal(window_init(&w, 7), 0);
+        assert_null(window_components(&w, 0));
+        for (uint64_t s = 1; s <= 30; s++) {
+                Row r = row_seq(s);
+
+                r.has_cpu = s % 3 != 0, r.cpu = (double) s / 100.0;
+                r.has_memory = s % 2 == 0, r.memory_bytes = s << 20;
+                r.has_executor = s % 5 != 0, r.executor_busy = (uint32_t) s % 4, r.executor_total = 4;
+                r.has_inflight = s % 4 == 0, r.inflight = (uint32_t) s;
+                window_push(&w, &r);
+                if (s == 20)
+                        window_clear(&w);
+                for (uint32_t age = 0; age < w.count; age++) {
+                        const RowComponents *c = window_components(&w, age);
+                        const Row *row = window_row(&w, age);
+                        RowComponents want;
+
+                        assert_non_null(c);
+                        row_components(row, &want);
+                        assert_memory_equal(c, &want, sizeof want);
+                        assert_int_equal(c->has_cpu, (s - age) % 3 != 0);
+                        assert_int_equal(c->memory_bytes, (s - age) << 20);
+                }
+                assert_null(window_components(&w, w.count));
+        }
+        window_done(&w);
+        assert_null(w.components);
+}
+
 static void test_window_clear_keeps_capacity(void **state) {
         Window w;
         Row r;
@@ -363,6 +397,7 @@ int main(void) {
                 cmocka_unit_test(test_window_row_ages_before_wrap),
                 cmocka_unit_test(test_window_push_wraps_around),
                 cmocka_unit_test(test_window_row_every_head_position),
+                cmocka_unit_test(test_window_components_follow_rows),
                 cmocka_unit_test(test_window_clear_keeps_capacity),
                 cmocka_unit_test(test_row_from_report_empty_report_all_absent),
                 cmocka_unit_test(test_row_from_report_full_report_all_present),
