@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "frame-block.h"
 #include "macro.h"
 
 /* A buffer kept from a large frame is given back once idle, so one big Package does not pin memory. */
@@ -35,23 +36,30 @@ bool frame_decoder_pending(const FrameDecoder *d) {
         return d->header_have > 0;
 }
 
+/* Every frame this side holds was unpacked into a block of its own (unpack()). */
 Frame *frame_free(Frame *f) {
         if (f)
-                elastic_pool__frame__free_unpacked(f, NULL);
+                frame_block_free(frame_block_of(f));
         return NULL;
 }
 
 static int unpack(const uint8_t *data, size_t size, Frame **ret) {
+        FrameBlock *b;
         Frame *f;
 
-        f = elastic_pool__frame__unpack(NULL, size, data);
-        if (!f)
-                return -EBADMSG;
+        b = frame_block_new();
+        if (!b)
+                return -ENOMEM;
+        f = elastic_pool__frame__unpack(frame_block_allocator(b), size, data);
         /* An empty or unknown body is a peer we do not understand: refuse it rather than guess. */
-        if (f->body_case == ELASTIC_POOL__FRAME__BODY__NOT_SET) {
-                frame_free(f);
+        if (!f || f->body_case == ELASTIC_POOL__FRAME__BODY__NOT_SET) {
+                frame_block_free(b);
                 return -EBADMSG;
         }
+        /* frame_free() finds the block from the frame: a protobuf-c that allocated something else first
+         * would make it free the wrong address */
+        if ((void *) f != frame_block_first(b))
+                abort();
         *ret = f;
         return 1;
 }
