@@ -688,30 +688,6 @@ static void check_drift(Capacity *c, Worker *w, const Row *row, const WorkerTraf
         }
 }
 
-void capacity_take_row(Capacity *c, Worker *w, Row *row) {
-        WorkerTraffic t;
-
-        if (row->early) {
-                /* off the grid: the burst path's executor queue only; the window keeps its cadence */
-                if (row->has_executor_queue)
-                        capacity_burst_executor(c, w, row->executor_queue, row->received);
-                return;
-        }
-
-        /* w's share of the summary changes with its reading: out now, in again once interpreted */
-        account_forget(c, w);
-        fill_traffic(c, w, row, &t);
-        check_drift(c, w, row, &t);
-        if (row->has_executor_queue)
-                capacity_burst_executor(c, w, row->executor_queue, row->received);
-        window_push(&w->window, row);                                          /* archive */
-        evaluator_interpret(&w->window, &c->evaluator, row->received, &w->reading); /* interpret */
-        if (summary_valid(c))
-                account_add(c, w, row->received);                             /* account */
-        if (w->state == WORKER_ROUTABLE || w->state == WORKER_DRAINING)
-                capacity_check(c);                                         /* decide, act */
-}
-
 /* A full check walks the whole pool, about 14 ns a worker. Where the summary cannot prove "nothing to
  * do" (a hold that stands, retiring waiting for moves, the pool settling), every report would pay that
  * walk: 14 us per report with 1 000 workers. So in a large pool a full check is followed by a gap of
@@ -750,8 +726,8 @@ static bool full_check_now(Capacity *c, usec_t now, bool pool_changed) {
         return false;
 }
 
-void capacity_check(Capacity *c) {
-        usec_t now = now_usec(CLOCK_MONOTONIC);
+/* The check at now: a report's arrival (read just before) or the clock's. */
+static void check_at(Capacity *c, usec_t now) {
         bool pool_changed = !summary_valid(c);
         PolicyInput in;
 
@@ -780,4 +756,32 @@ void capacity_check(Capacity *c) {
                 return;
         }
         act_compaction(c, &in);
+}
+
+void capacity_check(Capacity *c) {
+        check_at(c, now_usec(CLOCK_MONOTONIC));
+}
+
+void capacity_take_row(Capacity *c, Worker *w, Row *row) {
+        WorkerTraffic t;
+
+        if (row->early) {
+                /* off the grid: the burst path's executor queue only; the window keeps its cadence */
+                if (row->has_executor_queue)
+                        capacity_burst_executor(c, w, row->executor_queue, row->received);
+                return;
+        }
+
+        /* w's share of the summary changes with its reading: out now, in again once interpreted */
+        account_forget(c, w);
+        fill_traffic(c, w, row, &t);
+        check_drift(c, w, row, &t);
+        if (row->has_executor_queue)
+                capacity_burst_executor(c, w, row->executor_queue, row->received);
+        window_push(&w->window, row);                                          /* archive */
+        evaluator_interpret(&w->window, &c->evaluator, row->received, &w->reading); /* interpret */
+        if (summary_valid(c))
+                account_add(c, w, row->received);                             /* account */
+        if (w->state == WORKER_ROUTABLE || w->state == WORKER_DRAINING)
+                check_at(c, row->received);                                /* decide, act */
 }
