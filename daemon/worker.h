@@ -3,8 +3,9 @@
 
 /* One worker of the group: its process (identity = pidfd), its listening socket, its channel, its place
  * (cgroup leaf or scope) and where it is in its life. The fields are grouped by the module that owns
- * them: the lifecycle (pool.c) owns the first groups, the placement backend `place`, and the capacity
- * shell (capacity.c) the archive of its reports and what it makes of them. */
+ * them: the lifecycle (pool.c) owns most groups, the placement backend `place`, and the capacity shell
+ * (capacity.c) the archive of its reports and what it makes of them. The groups a report reads come
+ * first, together; the rest follow. */
 
 #include <errno.h>
 #include <signal.h>
@@ -78,31 +79,12 @@ typedef struct Worker {
                              * unanswered: hung?); NULL: healthy */
         WorkerHealth health; /* health's, behind unhealthy */
 
-        /* the process */
-        pid_t pid;          /* for logs only: the identity is the pidfd */
-        int pidfd;
-        sd_event_source *child_source;
-        int release_fd;     /* write end of the pipe the parked child waits on before exec */
-        int exec_error_fd;  /* read end of the close-on-exec pipe: a step that failed before exec, errno */
-        sd_event_source *exec_error_source;
-        bool exec_failed;   /* a failed step came back: its exit is that failure, not another one */
-        sd_event_source *timer; /* spawn timeout, drain deadline or kill grace, by state */
-        sd_event_source *stable_timer; /* routable until the stable period passed: then the spawn counts */
-        usec_t spawned_at;  /* decision time */
-        unsigned exec_generation; /* the pool's exec_generation it was spawned under: older runs an old
-                                   * command (reloaded since) */
+        /* What every report reads or writes comes next, in as few cache lines as it fits: in a pool of
+         * thousands each line a report touches is a cache miss (bench-commander-report-cost). */
+        /* when it was spawned (the decision), said Hello and became routable */
+        usec_t spawned_at;
         usec_t hello_at;
         usec_t routable_at;
-        usec_t stop_started_at;
-        char *stop_reason;
-        char *death_cause;  /* how it died, as the journal said it: set at its death, for the hooks */
-
-        /* its listening socket (we keep our copy for sock_diag) and the probe that proves it accepts */
-        int listen_fd;
-        char *socket_path;
-        uint64_t socket_ino;
-        int probe_fd;
-        sd_event_source *probe_timer;
 
         /* its channel, and what its sensor said in Hello */
         Channel *channel;
@@ -115,9 +97,6 @@ typedef struct Worker {
         usec_t sensor_interval;
         usec_t last_report_at;
 
-        /* the placement backend's */
-        BackendPlace place;
-
         /* the capacity shell's: the archive of its reports, what they say, its share of the ledger */
         Window window;
         Reading reading;
@@ -129,9 +108,38 @@ typedef struct Worker {
         uint32_t executor_queue;
         usec_t executor_queue_at;    /* 0: never */
         usec_t accept_queue_at;      /* the last sock_diag sample that found its socket; 0: never */
-        /* ... and, for the status surfaces, its response times of the last minute and its drift sentinels */
-        LatencyRing latency;
+        /* ... and, for the status surfaces, its drift sentinels */
         DriftSentinel drift;
+
+        /* the process */
+        pid_t pid;          /* for logs only: the identity is the pidfd */
+        int pidfd;
+        sd_event_source *child_source;
+        int release_fd;     /* write end of the pipe the parked child waits on before exec */
+        int exec_error_fd;  /* read end of the close-on-exec pipe: a step that failed before exec, errno */
+        sd_event_source *exec_error_source;
+        bool exec_failed;   /* a failed step came back: its exit is that failure, not another one */
+        sd_event_source *timer; /* spawn timeout, drain deadline or kill grace, by state */
+        sd_event_source *stable_timer; /* routable until the stable period passed: then the spawn counts */
+        unsigned exec_generation; /* the pool's exec_generation it was spawned under: older runs an old
+                                   * command (reloaded since) */
+        usec_t stop_started_at;
+        char *stop_reason;
+        char *death_cause;  /* how it died, as the journal said it: set at its death, for the hooks */
+
+        /* its listening socket (we keep our copy for sock_diag) and the probe that proves it accepts */
+        int listen_fd;
+        char *socket_path;
+        uint64_t socket_ino;
+        int probe_fd;
+        sd_event_source *probe_timer;
+
+        /* the placement backend's */
+        BackendPlace place;
+
+        /* the capacity shell's: its response times of the last minute, for the status surfaces. Last: over
+         * a kilobyte, which a report reads only when the front end forwarded to the worker */
+        LatencyRing latency;
 } Worker;
 
 int worker_new(Pool *p, unsigned id, Worker **ret);
