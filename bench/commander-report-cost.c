@@ -102,16 +102,20 @@ static int make_pool(Manager *m, unsigned n) {
         return 0;
 }
 
-/* Feeds report i (w2's lose their cpu reading when held) through the codec into the pool. */
+/* Feeds report i (w2's lose their cpu reading when held) through the codec into the pool, as a channel
+ * with bytes to read does: the pool's on_readable warms the worker's state (worker_prefetch_report()),
+ * the frame is decoded, then dispatched. */
 static int feed_report(Manager *m, FrameDecoder *d, const Packed *packed, const Packed *missing, unsigned long i) {
         unsigned v = (unsigned) ((i * 7) % VARIANTS);
         const Packed *p = i % m->pool.n_workers == 1 ? &missing[v] : &packed[v];
+        Worker *w = m->pool.workers[i % m->pool.n_workers];
         Frame *f = NULL;
         size_t used;
 
+        worker_prefetch_report(w, m->config.smoothing_rows);
         if (frame_decoder_feed(d, p->data, p->size, &used, &f) != 1)
                 return -EBADMSG;
-        pool_handle_frame(m->pool.workers[i % m->pool.n_workers], f);
+        pool_handle_frame(w, f);
         frame_free(f);
         return 0;
 }

@@ -209,6 +209,8 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
                         return 0;
         if (!(revents & (EPOLLIN | EPOLLHUP | EPOLLERR)))
                 return 0;
+        if (c->cb.on_readable)
+                c->cb.on_readable(c, c->userdata);
 
         /* Bounded: one worker cannot keep the loop to itself. */
         for (int rounds = 0; rounds < 16 && c->open; rounds++) {

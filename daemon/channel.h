@@ -23,6 +23,9 @@ typedef struct ChannelCallbacks {
         /* Frames of body_case came faster than their rate and are being dropped unread; told once per
          * channel, the first time. May be NULL. */
         void (*on_throttled)(Channel *c, int body_case, unsigned per_second, void *userdata);
+        /* Bytes wait to be read and decoded: the owner may warm what the frames will touch (a prefetch),
+         * so that the decoding hides those fetches. Must not free the channel. May be NULL. */
+        void (*on_readable)(Channel *c, void *userdata);
 } ChannelCallbacks;
 
 /* What the peer may send: the codec's per-type limits, and per type a rate in frames per second (burst

@@ -184,10 +184,19 @@ static void on_channel_throttled(Channel *c, int body_case, unsigned per_second,
                     frame_body_case_name(body_case), per_second);
 }
 
+/* Mostly a report (every interval, from each of up to thousands of workers): its state is fetched while
+ * the frame is read and decoded. */
+static void on_channel_readable(Channel *c, void *userdata) {
+        Worker *w = userdata;
+
+        worker_prefetch_report(w, w->pool->config->smoothing_rows);
+}
+
 static const ChannelCallbacks channel_callbacks = {
         .on_frame = on_channel_frame,
         .on_close = on_channel_close,
         .on_throttled = on_channel_throttled,
+        .on_readable = on_channel_readable,
 };
 
 /* The group's variables (environment_file's, overridden by environment=), then the worker's own, which

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "macro.h"
 
 int window_init(Window *w, uint32_t capacity) {
         _cleanup_free_ Row *rows = NULL;
@@ -72,6 +73,21 @@ const RowComponents *window_components(const Window *w, uint32_t age) {
 
 const Row *window_latest(const Window *w) {
         return window_row(w, 0);
+}
+
+void window_prefetch(const Window *w, uint32_t rows) {
+        uint32_t n = MIN(rows, w->capacity), oldest;
+
+        if (!w->rows)
+                return;
+        for (size_t o = 0; o < sizeof(Row); o += 64)
+                __builtin_prefetch((const uint8_t *) &w->rows[w->head] + o, 1);
+        /* the components of the next row and of the n before it, one cache line at a time (the ring
+         * wraps at most once in between) */
+        oldest = w->head >= n ? w->head - n : w->head + w->capacity - n;
+        for (uint32_t k = 0; k <= n; k += 64 / sizeof(RowComponents))
+                __builtin_prefetch(&w->components[(oldest + k) % w->capacity]);
+        __builtin_prefetch(&w->components[w->head], 1);
 }
 
 /* A double from the wire is a reading only when present and finite: NaN would slip through every

@@ -83,6 +83,9 @@ const Row *window_row(const Window *w, uint32_t age);
 const Row *window_latest(const Window *w);
 /* The components of the row of that age; NULL when age >= count. */
 const RowComponents *window_components(const Window *w, uint32_t age);
+/* Asks the CPU to fetch what the next push and an evaluation of the newest `rows` rows will touch: the
+ * slot the next row goes to and the components of the rows before it. A hint; it changes nothing. */
+void window_prefetch(const Window *w, uint32_t rows);
 /* What the evaluator averages of *row. */
 void row_components(const Row *row, RowComponents *ret);
 

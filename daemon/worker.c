@@ -4,6 +4,7 @@
 #include "pool.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +125,12 @@ bool worker_takes_users(const Worker *w) {
 bool worker_in_policy(const Worker *w) {
         return w->state == WORKER_STARTING || w->state == WORKER_PROBING || w->state == WORKER_ROUTABLE ||
                w->state == WORKER_DRAINING;
+}
+
+void worker_prefetch_report(const Worker *w, uint32_t rows) {
+        for (size_t o = 0; o < offsetof(Worker, drift) + sizeof w->drift; o += 64)
+                __builtin_prefetch((const uint8_t *) w + o, 1);
+        window_prefetch(&w->window, rows);
 }
 
 int worker_signal(Worker *w, int sig) {

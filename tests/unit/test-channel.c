@@ -36,6 +36,8 @@ typedef struct Seen {
         bool free_on_close; /* ... or from inside its close callback */
         unsigned n_throttled;
         int throttled_body;
+        unsigned n_readable;
+        unsigned frames_at_readable[8]; /* n_frames when each on_readable came */
 } Seen;
 
 static sd_event *event;
@@ -85,7 +87,18 @@ static void on_throttled(Channel *c, int body_case, unsigned per_second, void *u
         assert_int_equal(per_second, CHANNEL_REPORTS_PER_SECOND);
 }
 
-static const ChannelCallbacks callbacks = { .on_frame = on_frame, .on_close = on_close, .on_throttled = on_throttled };
+static void on_readable(Channel *c, void *userdata) {
+        Seen *s = userdata;
+
+        assert_ptr_equal(c, s->channel);
+        if (s->n_readable < ELEMENTSOF(s->frames_at_readable))
+                s->frames_at_readable[s->n_readable] = s->n_frames;
+        s->n_readable++;
+}
+
+static const ChannelCallbacks callbacks = {
+        .on_frame = on_frame, .on_close = on_close, .on_throttled = on_throttled, .on_readable = on_readable,
+};
 
 static void open_channel(size_t max_frame) {
         int sv[2];
@@ -160,6 +173,28 @@ static void test_channel_frames_dispatched_in_order(void **state) {
         assert_true(channel_frames_received(channel) == 10);
         assert_true(channel_is_open(channel));
         assert_int_equal(seen.n_close, 0);
+}
+
+/* The owner hears of bytes before their frames are decoded (pool.c warms the worker's state then), once
+ * per readable wake-up, not per frame. */
+static void test_channel_readable_told_before_frames(void **state) {
+        uint8_t buf[4096];
+        size_t n = 0;
+
+        for (uint64_t seq = 1; seq <= 5; seq++)
+                n += report_bytes(seq, buf + n, sizeof buf - n);
+        run_idle();
+        assert_int_equal(seen.n_readable, 0); /* nothing to read, nothing told */
+        peer_write(buf, n);
+        RUN_UNTIL(seen.n_frames == 5);
+        assert_int_equal(seen.n_readable, 1);
+        assert_int_equal(seen.frames_at_readable[0], 0);
+
+        n = report_bytes(6, buf, sizeof buf);
+        peer_write(buf, n);
+        RUN_UNTIL(seen.n_frames == 6);
+        assert_int_equal(seen.n_readable, 2);
+        assert_int_equal(seen.frames_at_readable[1], 5);
 }
 
 static void test_channel_byte_by_byte(void **state) {
@@ -589,6 +624,7 @@ static void test_channel_worker_limits_commander_only_type(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_channel_frames_dispatched_in_order, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_channel_readable_told_before_frames, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_channel_byte_by_byte, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_channel_any_split, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_channel_oversize_closes, setup, teardown),

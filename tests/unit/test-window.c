@@ -128,6 +128,28 @@ static void test_window_components_follow_rows(void **state) {
         assert_null(w.components);
 }
 
+/* A hint, in any state of the ring (uninitialised, empty, more rows asked than it holds, wrapped): it
+ * changes nothing. */
+static void test_window_prefetch_changes_nothing(void **state) {
+        Window none = {}, w, before;
+
+        window_prefetch(&none, 6);
+        for (uint32_t cap = 1; cap <= 9; cap += 4) {
+                assert_int_equal(window_init(&w, cap), 0);
+                for (uint64_t s = 0; s <= 2 * cap + 1; s++) {
+                        Row r = row_seq(s + 1);
+
+                        for (uint32_t rows = 0; rows <= cap + 2; rows++) {
+                                before = w;
+                                window_prefetch(&w, rows);
+                                assert_memory_equal(&before, &w, sizeof w);
+                        }
+                        window_push(&w, &r);
+                }
+                window_done(&w);
+        }
+}
+
 static void test_window_clear_keeps_capacity(void **state) {
         Window w;
         Row r;
@@ -398,6 +420,7 @@ int main(void) {
                 cmocka_unit_test(test_window_push_wraps_around),
                 cmocka_unit_test(test_window_row_every_head_position),
                 cmocka_unit_test(test_window_components_follow_rows),
+                cmocka_unit_test(test_window_prefetch_changes_nothing),
                 cmocka_unit_test(test_window_clear_keeps_capacity),
                 cmocka_unit_test(test_row_from_report_empty_report_all_absent),
                 cmocka_unit_test(test_row_from_report_full_report_all_present),
