@@ -39,8 +39,8 @@ static _always_inline_ bool row_component(const RowComponents *row, const Evalua
                 v = row->cpu / wall_cores(p);
                 break;
         case COMPONENT_EXECUTOR:
-                if (row->has_executor && row->executor_total > 0)
-                        v = (double) row->executor_busy / (double) row->executor_total;
+                if (row->has_executor)
+                        v = row->executor;
                 else if (row->has_inflight && p->concurrency > 0)
                         v = (double) row->inflight / (double) p->concurrency;
                 else

@@ -40,12 +40,12 @@ void row_components(const Row *row, RowComponents *ret) {
                 .cpu = row->cpu,
                 .has_memory = row->has_memory,
                 .memory_bytes = row->memory_bytes,
-                .has_executor = row->has_executor,
-                .executor_busy = row->executor_busy,
-                .executor_total = row->executor_total,
+                .has_executor = row->has_executor && row->executor_total > 0,
                 .has_inflight = row->has_inflight,
                 .inflight = row->inflight,
         };
+        if (ret->has_executor)
+                ret->executor = (double) row->executor_busy / (double) row->executor_total;
 }
 
 void window_push(Window *w, const Row *row) {

@@ -50,14 +50,17 @@ typedef struct Row {
 /* What the evaluator averages of a row (evaluator.h), kept apart from the rows in a ring of its own: a
  * report averages smoothing_rows of them, and in a pool of thousands of workers each one it reads is a
  * cache miss. At 32 bytes six rows sit in three adjacent cache lines; in the 208-byte rows the same fields
- * spread over a dozen. Raw readings, not components: the parameters that turn them into components may
- * change with a reload. */
+ * spread over a dozen. Readings, not components: the parameters that turn cpu, memory and inflight into
+ * components may change with a reload. The executor's busy / total needs none, and is divided here, once
+ * a row instead of once an evaluation. */
 typedef struct RowComponents {
         double cpu;
         uint64_t memory_bytes;
-        uint32_t executor_busy, executor_total;
+        double executor; /* busy / total */
         uint32_t inflight;
-        bool has_cpu, has_memory, has_executor, has_inflight;
+        bool has_cpu, has_memory;
+        bool has_executor; /* an executor reading with total > 0: a total of 0 measures nothing */
+        bool has_inflight;
 } RowComponents;
 
 typedef struct Window {

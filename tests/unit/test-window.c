@@ -95,7 +95,7 @@ static void test_window_row_every_head_position(void **state) {
 }
 
 /* The evaluator's packed copy of each row follows its row through every wrap and a clear, absent
- * readings absent in both. */
+ * readings absent in both, the executor's ratio divided out. */
 static void test_window_components_follow_rows(void **state) {
         Window w;
 
@@ -106,7 +106,8 @@ static void test_window_components_follow_rows(void **state) {
 
                 r.has_cpu = s % 3 != 0, r.cpu = (double) s / 100.0;
                 r.has_memory = s % 2 == 0, r.memory_bytes = s << 20;
-                r.has_executor = s % 5 != 0, r.executor_busy = (uint32_t) s % 4, r.executor_total = 4;
+                /* every third total is 0: a reading of no executor, which is no executor reading */
+                r.has_executor = s % 5 != 0, r.executor_busy = (uint32_t) s % 4, r.executor_total = (uint32_t) s % 3 * 2;
                 r.has_inflight = s % 4 == 0, r.inflight = (uint32_t) s;
                 window_push(&w, &r);
                 if (s == 20)
@@ -121,6 +122,9 @@ static void test_window_components_follow_rows(void **state) {
                         assert_memory_equal(c, &want, sizeof want);
                         assert_int_equal(c->has_cpu, (s - age) % 3 != 0);
                         assert_int_equal(c->memory_bytes, (s - age) << 20);
+                        assert_int_equal(c->has_executor, row->has_executor && row->executor_total > 0);
+                        if (c->has_executor)
+                                assert_true(c->executor == (double) row->executor_busy / row->executor_total);
                 }
                 assert_null(window_components(&w, w.count));
         }
