@@ -83,10 +83,12 @@ void window_prefetch(const Window *w, uint32_t rows) {
         for (size_t o = 0; o < sizeof(Row); o += 64)
                 __builtin_prefetch((const uint8_t *) &w->rows[w->head] + o, 1);
         /* the components of the next row and of the n before it, one cache line at a time (the ring
-         * wraps at most once in between) */
+         * wraps at most once in between: no division) */
         oldest = w->head >= n ? w->head - n : w->head + w->capacity - n;
-        for (uint32_t k = 0; k <= n; k += 64 / sizeof(RowComponents))
-                __builtin_prefetch(&w->components[(oldest + k) % w->capacity]);
+        for (uint32_t k = 0; k <= n; k += 64 / sizeof(RowComponents)) {
+                uint32_t i = oldest + k;
+                __builtin_prefetch(&w->components[i >= w->capacity ? i - w->capacity : i]);
+        }
         __builtin_prefetch(&w->components[w->head], 1);
 }
 
