@@ -112,7 +112,7 @@ static int feed_report(Manager *m, FrameDecoder *d, const Packed *packed, const 
         Frame *f = NULL;
         size_t used;
 
-        worker_prefetch_report(w, m->config.smoothing_rows);
+        worker_prefetch_report(w);
         if (frame_decoder_feed(d, p->data, p->size, &used, &f) != 1)
                 return -EBADMSG;
         pool_handle_frame(w, f);

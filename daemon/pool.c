@@ -184,12 +184,12 @@ static void on_channel_throttled(Channel *c, int body_case, unsigned per_second,
                     frame_body_case_name(body_case), per_second);
 }
 
-/* Mostly a report (every interval, from each of up to thousands of workers): its state is fetched while
- * the frame is read and decoded. */
+/* Mostly a report (every interval, from each of up to thousands of workers): w's state is fetched while
+ * the frame is read and decoded (its window's slots once the report is decoded: on_report()). */
 static void on_channel_readable(Channel *c, void *userdata) {
         Worker *w = userdata;
 
-        worker_prefetch_report(w, w->pool->config->smoothing_rows);
+        worker_prefetch_report(w);
 }
 
 static const ChannelCallbacks channel_callbacks = {
@@ -679,9 +679,13 @@ static void on_hello(Pool *p, Worker *w, const ElasticPool__Hello *h) {
 /* The lifecycle's part of a report: when it came, and the row it makes, handed over to be archived,
  * interpreted and judged above (PoolHooks.report). */
 static void on_report(Pool *p, Worker *w, const ElasticPool__OccupancyReport *r) {
-        usec_t now = now_usec(CLOCK_MONOTONIC);
+        usec_t now;
         Row row;
 
+        /* the window's slots are fetched while the row is made and the first checks run: asked for at
+         * on_readable, they would wait there for w's own fields to arrive */
+        window_prefetch(&w->window, p->config->smoothing_rows);
+        now = now_usec(CLOCK_MONOTONIC);
         row_from_report(&row, r, now);
         w->last_report_at = now;
         p->reports_received += !row.early; /* the counter is of the reports on the grid */

@@ -76,20 +76,19 @@ const Row *window_latest(const Window *w) {
 }
 
 void window_prefetch(const Window *w, uint32_t rows) {
-        uint32_t n = MIN(rows, w->capacity), oldest;
+        uint32_t n = MIN(rows, w->capacity - 1) + 1, first; /* the next slot and up to rows before it */
 
         if (!w->rows)
                 return;
-        for (size_t o = 0; o < sizeof(Row); o += 64)
-                __builtin_prefetch((const uint8_t *) &w->rows[w->head] + o, 1);
-        /* the components of the next row and of the n before it, one cache line at a time (the ring
-         * wraps at most once in between: no division) */
-        oldest = w->head >= n ? w->head - n : w->head + w->capacity - n;
-        for (uint32_t k = 0; k <= n; k += 64 / sizeof(RowComponents)) {
-                uint32_t i = oldest + k;
-                __builtin_prefetch(&w->components[i >= w->capacity ? i - w->capacity : i]);
+        prefetch_range(&w->rows[w->head], sizeof(Row), true);
+        first = w->head >= n - 1 ? w->head - (n - 1) : w->head + w->capacity - (n - 1);
+        if (first + n <= w->capacity) {
+                prefetch_range(&w->components[first], n * sizeof(RowComponents), true);
+                return;
         }
-        __builtin_prefetch(&w->components[w->head], 1);
+        /* the span wraps round the ring's end */
+        prefetch_range(&w->components[first], (w->capacity - first) * sizeof(RowComponents), true);
+        prefetch_range(w->components, (first + n - w->capacity) * sizeof(RowComponents), true);
 }
 
 /* A double from the wire is a reading only when present and finite: NaN would slip through every

@@ -127,10 +127,8 @@ bool worker_in_policy(const Worker *w) {
                w->state == WORKER_DRAINING;
 }
 
-void worker_prefetch_report(const Worker *w, uint32_t rows) {
-        for (size_t o = 0; o < offsetof(Worker, drift) + sizeof w->drift; o += 64)
-                __builtin_prefetch((const uint8_t *) w + o, 1);
-        window_prefetch(&w->window, rows);
+void worker_prefetch_report(const Worker *w) {
+        prefetch_range(w, offsetof(Worker, drift) + sizeof w->drift, true);
 }
 
 int worker_signal(Worker *w, int sig) {

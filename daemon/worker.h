@@ -159,10 +159,9 @@ bool worker_outdated(const Worker *w);
 bool worker_takes_users(const Worker *w);
 /* In the policies' world: alive and not yet stopping (starting, probing, routable, draining). */
 bool worker_in_policy(const Worker *w);
-/* Asks the CPU to fetch what a report of w will touch: the front of Worker (the groups a report reads)
- * and the slots of its window (window_prefetch(), the newest `rows`). Called when its channel has bytes
- * waiting, before they are read and decoded: in a pool of thousands each of these is a cache miss, and
- * the decoding hides them. */
-void worker_prefetch_report(const Worker *w, uint32_t rows);
+/* Asks the CPU to fetch the front of Worker, the groups a report reads. Called when its channel has
+ * bytes waiting, before they are read and decoded: in a pool of thousands each of these cache lines is a
+ * miss, and the decoding hides them. */
+void worker_prefetch_report(const Worker *w);
 /* Sends sig through the pidfd; 0, -ESRCH once gone, -errno. */
 int worker_signal(Worker *w, int sig);
