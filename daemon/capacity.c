@@ -609,8 +609,8 @@ static bool compaction_is_none(const Capacity *c) {
  * the hold's reason is written anew (how long, and what is missing now). */
 static bool compaction_hold_stands(Capacity *c, usec_t now) {
         const PolicySummary *s = &c->summary;
-        Decision d = { .kind = DECISION_NONE };
         PolicyWorker p;
+        Decision d;
         Worker *w;
 
         if (c->last_compaction != DECISION_HELD || !c->compaction_hold.active || s->n_retiring > 0 ||
@@ -623,6 +623,8 @@ static bool compaction_hold_stands(Capacity *c, usec_t now) {
          * more than the rest of the report path; its readers see it at most a second old */
         if (now - c->compaction_hold.formatted_at < USEC_PER_SEC)
                 return true;
+        /* set here, not at the top: this runs on every report, and a Decision is 300 bytes to zero */
+        d = (Decision) { .kind = DECISION_NONE };
         policy_worker_fill(c, w, now, &p);
         policy_compaction_hold(&p, now, &d);
         set_hold(c, &c->compaction_hold, "compaction", &d);
