@@ -24,7 +24,8 @@ static double wall_cores(const EvaluatorParams *p) {
 
 /* One component of one row; false when the row does not carry it. Inlined: evaluating a window calls it
  * for each component of each row it reads, on every report, and with the call the switch stays. */
-static _always_inline_ bool row_component(const RowComponents *row, const EvaluatorParams *p, Component c, double *ret) {
+static _always_inline_ bool row_component(const RowComponents *row, const EvaluatorParams *p, Component c,
+                                          double *ret) {
         double v;
 
         switch (c) {

@@ -68,9 +68,10 @@ static void *block_alloc(void *userdata, size_t size) {
 /* Memory in the block goes with the block; a spill goes now. */
 static void block_free(void *userdata, void *p) {
         FrameBlock *b = userdata;
+        const uint8_t *start = (const uint8_t *) b->data;
         Spill *s;
 
-        if (!p || ((uint8_t *) p >= (uint8_t *) b->data && (uint8_t *) p < (uint8_t *) b->data + sizeof b->data))
+        if (!p || ((const uint8_t *) p >= start && (const uint8_t *) p < start + sizeof b->data))
                 return;
         s = (Spill *) ((uint8_t *) p - offsetof(Spill, data));
         if (s->prev)

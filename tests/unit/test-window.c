@@ -107,7 +107,8 @@ static void test_window_components_follow_rows(void **state) {
                 r.has_cpu = s % 3 != 0, r.cpu = (double) s / 100.0;
                 r.has_memory = s % 2 == 0, r.memory_bytes = s << 20;
                 /* every third total is 0: a reading of no executor, which is no executor reading */
-                r.has_executor = s % 5 != 0, r.executor_busy = (uint32_t) s % 4, r.executor_total = (uint32_t) s % 3 * 2;
+                r.has_executor = s % 5 != 0, r.executor_busy = (uint32_t) s % 4;
+                r.executor_total = (uint32_t) s % 3 * 2;
                 r.has_inflight = s % 4 == 0, r.inflight = (uint32_t) s;
                 window_push(&w, &r);
                 if (s == 20)
