@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "list.h"
+
 #ifndef __has_feature
 #define __has_feature(x) 0
 #endif
@@ -44,10 +46,7 @@ static void *spill_alloc(FrameBlock *b, size_t size) {
         s = malloc(sizeof(Spill) + size);
         if (!s)
                 return NULL;
-        *s = (Spill) { .next = b->spills };
-        if (b->spills)
-                b->spills->prev = s;
-        b->spills = s;
+        LIST_PREPEND(b->spills, s, prev, next);
         return s->data;
 }
 
@@ -74,12 +73,7 @@ static void block_free(void *userdata, void *p) {
         if (!p || ((const uint8_t *) p >= start && (const uint8_t *) p < start + sizeof b->data))
                 return;
         s = (Spill *) ((uint8_t *) p - offsetof(Spill, data));
-        if (s->prev)
-                s->prev->next = s->next;
-        else
-                b->spills = s->next;
-        if (s->next)
-                s->next->prev = s->prev;
+        LIST_REMOVE(b->spills, s, prev, next);
         free(s);
 }
 
@@ -99,7 +93,7 @@ FrameBlock *frame_block_free(FrameBlock *b) {
                 return NULL;
         while (b->spills) {
                 Spill *s = b->spills;
-                b->spills = s->next;
+                LIST_REMOVE(b->spills, s, prev, next);
                 free(s);
         }
         ASAN_UNPOISON_MEMORY_REGION(b->data, sizeof b->data);
