@@ -75,20 +75,32 @@ const Row *window_latest(const Window *w) {
         return window_row(w, 0);
 }
 
-void window_prefetch(const Window *w, uint32_t rows) {
-        uint32_t n = MIN(rows, w->capacity - 1) + 1, first; /* the next slot and up to rows before it */
+unsigned window_recent_slots(const Window *w, uint32_t rows, uint32_t ret_first[2], uint32_t ret_n[2]) {
+        uint32_t back, first;
 
-        if (!w->rows)
-                return;
-        prefetch_range(&w->rows[w->head], sizeof(Row), true);
-        first = w->head >= n - 1 ? w->head - (n - 1) : w->head + w->capacity - (n - 1);
-        if (first + n <= w->capacity) {
-                prefetch_range(&w->components[first], n * sizeof(RowComponents), true);
-                return;
+        if (!w->rows || w->capacity == 0)
+                return 0;
+        back = MIN(rows, w->capacity - 1);
+        first = w->head >= back ? w->head - back : w->head + w->capacity - back;
+        if (first <= w->head) {
+                ret_first[0] = first, ret_n[0] = back + 1;
+                return 1;
         }
         /* the span wraps round the ring's end */
-        prefetch_range(&w->components[first], (w->capacity - first) * sizeof(RowComponents), true);
-        prefetch_range(w->components, (first + n - w->capacity) * sizeof(RowComponents), true);
+        ret_first[0] = first, ret_n[0] = w->capacity - first;
+        ret_first[1] = 0, ret_n[1] = w->head + 1;
+        return 2;
+}
+
+void window_prefetch(const Window *w, uint32_t rows) {
+        uint32_t first[2], n[2];
+        unsigned runs = window_recent_slots(w, rows, first, n);
+
+        if (runs == 0)
+                return;
+        prefetch_range(&w->rows[w->head], sizeof(Row), true);
+        for (unsigned i = 0; i < runs; i++)
+                prefetch_range(&w->components[first[i]], n[i] * sizeof(RowComponents), true);
 }
 
 /* A double from the wire is a reading only when present and finite: NaN would slip through every

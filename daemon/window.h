@@ -86,8 +86,12 @@ const Row *window_row(const Window *w, uint32_t age);
 const Row *window_latest(const Window *w);
 /* The components of the row of that age; NULL when age >= count. */
 const RowComponents *window_components(const Window *w, uint32_t age);
+/* The slot the next row goes to and the `rows` before it (as many as the ring holds besides), as at most
+ * two runs of slots in the ring's order: ret_first[i], ret_n[i]. Returns how many runs (1, or 2 where the
+ * span wraps round the ring's end; 0 for a window without a ring). */
+unsigned window_recent_slots(const Window *w, uint32_t rows, uint32_t ret_first[2], uint32_t ret_n[2]);
 /* Asks the CPU to fetch what the next push and an evaluation of the newest `rows` rows will touch: the
- * slot the next row goes to and the components of the rows before it. A hint; it changes nothing. */
+ * row of the next slot and the components of window_recent_slots(). A hint; it changes nothing. */
 void window_prefetch(const Window *w, uint32_t rows);
 /* What the evaluator averages of *row. */
 void row_components(const Row *row, RowComponents *ret);

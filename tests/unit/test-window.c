@@ -133,22 +133,38 @@ static void test_window_components_follow_rows(void **state) {
         assert_null(w.components);
 }
 
-/* A hint, in any state of the ring (uninitialised, empty, more rows asked than it holds, wrapped): it
- * changes nothing. */
-static void test_window_prefetch_changes_nothing(void **state) {
-        Window none = {}, w, before;
+/* What window_prefetch() fetches, in every state of the ring (empty, filling, wrapped) and for more rows
+ * than it holds: the next slot and the `rows` before it, each once, within the ring, in at most two runs. */
+static void test_window_recent_slots_every_head(void **state) {
+        uint32_t first[2], n[2];
+        Window none = {}, w;
 
-        window_prefetch(&none, 6);
-        for (uint32_t cap = 1; cap <= 9; cap += 4) {
+        assert_int_equal(window_recent_slots(&none, 6, first, n), 0);
+        for (uint32_t cap = 1; cap <= 9; cap++) {
                 assert_int_equal(window_init(&w, cap), 0);
                 for (uint64_t s = 0; s <= 2 * cap + 1; s++) {
                         Row r = row_seq(s + 1);
 
                         for (uint32_t rows = 0; rows <= cap + 2; rows++) {
-                                before = w;
-                                window_prefetch(&w, rows);
-                                assert_memory_equal(&before, &w, sizeof w);
+                                uint32_t back = MIN(rows, cap - 1), seen = 0, total = 0;
+                                unsigned runs = window_recent_slots(&w, rows, first, n);
+
+                                assert_in_range(runs, 1, 2);
+                                for (unsigned i = 0; i < runs; i++) {
+                                        assert_true(n[i] > 0 && first[i] + n[i] <= cap);
+                                        for (uint32_t k = first[i]; k < first[i] + n[i]; k++) {
+                                                uint32_t behind = (w.head + cap - k) % cap; /* of the next slot */
+                                                assert_true(behind <= back);
+                                                assert_false(seen & (1U << k)); /* each slot once */
+                                                seen |= 1U << k;
+                                                total++;
+                                        }
+                                }
+                                assert_int_equal(total, back + 1);
+                                assert_true(seen & (1U << w.head)); /* the next slot among them */
+                                assert_int_equal(runs == 2, w.head < back);
                         }
+                        window_prefetch(&w, 6); /* a hint: no fault, whatever the state */
                         window_push(&w, &r);
                 }
                 window_done(&w);
@@ -425,7 +441,7 @@ int main(void) {
                 cmocka_unit_test(test_window_push_wraps_around),
                 cmocka_unit_test(test_window_row_every_head_position),
                 cmocka_unit_test(test_window_components_follow_rows),
-                cmocka_unit_test(test_window_prefetch_changes_nothing),
+                cmocka_unit_test(test_window_recent_slots_every_head),
                 cmocka_unit_test(test_window_clear_keeps_capacity),
                 cmocka_unit_test(test_row_from_report_empty_report_all_absent),
                 cmocka_unit_test(test_row_from_report_full_report_all_present),
