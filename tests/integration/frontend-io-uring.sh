@@ -5,8 +5,9 @@
 # keep-alive clients whose requests are ready together (frontend-batch-clients.py) are answered with far
 # fewer system calls than reads and writes (/metrics: frontend_io_ops_total over
 # frontend_io_syscalls_total), with the same answers; a reload back to no makes it one call each again.
-# Under a seccomp filter that refuses io_uring, as a unit's SystemCallFilter= would, the commander says once why it has no ring, the monitor shows it
-# (frontend.io "syscalls", frontend.io_uring_error), and every request is answered all the same.
+# Under a seccomp filter that refuses io_uring, as a unit's SystemCallFilter= would, the commander says
+# once why it has no ring, the monitor shows it (frontend.io "syscalls", frontend.io_uring_error), and
+# every request is answered all the same, one system call each.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/commander-lib.sh"
 . "$(dirname "$0")/frontend-lib.sh"
