@@ -29,7 +29,8 @@ wait_log "On the user bus as org.elasticpool.Group1.t$$"
 
 # ---- (1) retire: a user on w2 with a tunnel and a slow request; it logs out, w2 is retired ----
 $CTL scale 2 >/dev/null || fail "scale 2 failed"
-wait_until inflight_is 2 0 || fail "no w2"
+# a move needs w2 routable (its Hello in), not only listed: the status lists a worker from its spawn
+wait_log 'Worker w2 is routable'
 "${CURL[@]}" -c "$EP_TMP/jar" -o /dev/null "$EP_URL/login?user=carol" || fail "login"
 $CTL move carol w2 >/dev/null || fail "move carol w2 failed"
 cookie="ep_user=$(awk '$6 == "ep_user" { print $7 }' "$EP_TMP/jar")"
