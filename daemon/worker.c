@@ -119,7 +119,21 @@ bool worker_outdated(const Worker *w) {
 }
 
 bool worker_takes_users(const Worker *w) {
-        return w->state == WORKER_ROUTABLE && !w->evacuating && !worker_outdated(w) && !w->unhealthy;
+        return !worker_why_no_users(w);
+}
+
+const char *worker_why_no_users(const Worker *w) {
+        if (w->state == WORKER_STARTING || w->state == WORKER_PROBING)
+                return "it is starting and not routable yet";
+        if (w->state != WORKER_ROUTABLE)
+                return "it is retiring or stopping";
+        if (w->evacuating)
+                return "it is being drained";
+        if (worker_outdated(w))
+                return "it runs the old definition while a rolling reload replaces it";
+        if (w->unhealthy)
+                return "it is unhealthy";
+        return NULL;
 }
 
 bool worker_in_policy(const Worker *w) {

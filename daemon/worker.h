@@ -157,6 +157,8 @@ bool worker_is_routable(const Worker *w);
 bool worker_outdated(const Worker *w);
 /* Takes new users: routable, not retiring, not evacuating, not outdated, not unhealthy. */
 bool worker_takes_users(const Worker *w);
+/* Why `w` takes no new users, for an operator's refusal; NULL when it takes them. */
+const char *worker_why_no_users(const Worker *w);
 /* In the policies' world: alive and not yet stopping (starting, probing, routable, draining). */
 bool worker_in_policy(const Worker *w);
 /* Asks the CPU to fetch the front of Worker, the groups a report reads. Called when its channel has

@@ -107,6 +107,9 @@ rc=0; ctl move alice "$other" 2>"$EP_TMP/err" || rc=$?
 rc=0; ctl move nobody-here 1 2>"$EP_TMP/err" || rc=$?
 ((rc == 2)) && grep -q "no logged-in user 'nobody-here' in group '$group'" "$EP_TMP/err" ||
         fail "moving an unknown user: exit $rc, $(cat "$EP_TMP/err")"
+rc=0; ctl move alice w9 2>"$EP_TMP/err" || rc=$?
+((rc == 2)) && grep -q "no worker w9 in group '$group'" "$EP_TMP/err" ||
+        fail "moving to an unknown worker: exit $rc, $(cat "$EP_TMP/err")"
 
 # ---- scale: bounds, growth at once, a shrink one retire at a time ----
 rc=0; ctl scale 1 2>"$EP_TMP/err" || rc=$?

@@ -87,6 +87,7 @@ static void test_compaction_drains_one_move_at_a_time_then_retires(void **state)
         assert_int_equal(m->compaction.drain.worker, w3->id);
         assert_true(w3->evacuating);
         assert_false(worker_takes_users(w3));
+        assert_string_equal(worker_why_no_users(w3), "it is being drained");
         assert_true(worker_is_routable(w3)); /* it still serves the users it has */
 
         for (unsigned k = 0; k < 3; k++) {

@@ -82,6 +82,7 @@ static void test_health_silent_worker_out_then_back(void **state) {
         assert_non_null(silent->unhealthy);
         assert_non_null(strstr(silent->unhealthy, "no report for"));
         assert_false(worker_takes_users(silent));
+        assert_string_equal(worker_why_no_users(silent), "it is unhealthy");
         assert_true(worker_is_routable(silent));
         assert_ptr_equal(m->pool.reception, other);
         assert_int_equal(surface_worker_users(&m->surface, silent->id), 2);

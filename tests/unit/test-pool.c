@@ -113,12 +113,14 @@ static void test_pool_worker_freshness_new_in_flight(void **state) {
         w->spawned_at = FIXTURE_T0 - 3 * USEC_PER_SEC;
         assert_int_equal(freshness(w, &since), FRESHNESS_NEW);
         assert_true(since == FIXTURE_T0 - 3 * USEC_PER_SEC);
+        assert_string_equal(worker_why_no_users(w), "it is starting and not routable yet");
         /* routable later: the clock restarts there */
         fixture_advance(14 * USEC_PER_SEC);
         w->state = WORKER_ROUTABLE;
         w->routable_at = fixture_now - USEC_PER_SEC;
         assert_int_equal(freshness(w, &since), FRESHNESS_NEW);
         assert_true(since == fixture_now - USEC_PER_SEC);
+        assert_null(worker_why_no_users(w));
 }
 
 static void test_pool_worker_freshness_fresh_then_stale(void **state) {

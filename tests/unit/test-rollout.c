@@ -79,7 +79,10 @@ static void test_rollout_one_at_a_time(void **state) {
         assert_true(m->pool.rolling);
         assert_ptr_equal(m->pool.reception, w3);
         assert_false(worker_takes_users(w2));
+        assert_string_equal(worker_why_no_users(w2),
+                            "it runs the old definition while a rolling reload replaces it");
         assert_true(worker_takes_users(w3));
+        assert_null(worker_why_no_users(w3));
         /* the old reception went first: its users re-pointed to w3, it is retiring; w2 untouched */
         assert_int_equal(surface_worker_users(&m->surface, w1->id), 0);
         assert_int_equal(surface_worker_users(&m->surface, w3->id), 2);
