@@ -189,20 +189,17 @@ static int method_compact(sd_bus_message *m, void *userdata, sd_bus_error *error
         return sd_bus_reply_method_return(m, NULL);
 }
 
-/* A starting worker will take users in a moment (NotNow); the other reasons stand until an operator acts. */
+/* compaction_move_user() refused `to` (-EHOSTUNREACH): absent, or it takes no users and says why. A
+ * starting worker takes users in a moment (NotNow); the other reasons stand until an operator acts. */
 static int move_refused_worker(Bus *b, unsigned to, sd_bus_error *error) {
         Worker *w = pool_get_worker(b->pool, to);
-        const char *why;
 
         if (!w)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "no worker w%u in group '%s'", to,
                                          b->group);
-        why = worker_why_no_users(w) ?: "it takes no users";
-        if (w->state == WORKER_STARTING || w->state == WORKER_PROBING)
-                return sd_bus_error_setf(error, BUS_API_ERROR_NOT_NOW,
-                                         "w%u of group '%s' takes no users: %s", to, b->group, why);
-        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "w%u of group '%s' takes no users: %s",
-                                 to, b->group, why);
+        return sd_bus_error_setf(
+                error, worker_is_starting(w) ? BUS_API_ERROR_NOT_NOW : SD_BUS_ERROR_INVALID_ARGS,
+                "w%u of group '%s' takes no users: %s", to, b->group, worker_why_no_users(w));
 }
 
 static int method_move_user(sd_bus_message *m, void *userdata, sd_bus_error *error) {

@@ -38,7 +38,7 @@ static void census(const Rollout *r, Census *ret) {
                 } else if (worker_is_routable(w)) {
                         if (ret->new_routable++ == 0)
                                 ret->new_format = w->package_format;
-                } else if (w->state == WORKER_STARTING || w->state == WORKER_PROBING)
+                } else if (worker_is_starting(w))
                         ret->new_starting++;
         }
 }

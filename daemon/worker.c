@@ -122,8 +122,12 @@ bool worker_takes_users(const Worker *w) {
         return !worker_why_no_users(w);
 }
 
+bool worker_is_starting(const Worker *w) {
+        return w->state == WORKER_STARTING || w->state == WORKER_PROBING;
+}
+
 const char *worker_why_no_users(const Worker *w) {
-        if (w->state == WORKER_STARTING || w->state == WORKER_PROBING)
+        if (worker_is_starting(w))
                 return "it is starting and not routable yet";
         if (w->state != WORKER_ROUTABLE)
                 return "it is retiring or stopping";

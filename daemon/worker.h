@@ -150,6 +150,8 @@ const char *worker_name(const Worker *w, char *buf, size_t size);
 #define WORKER_NAME(w) worker_name((w), (char[16]) {}, 16)
 
 bool worker_is_alive(const Worker *w);
+/* Spawned and not routable yet: waiting for its Hello or for its socket to accept. */
+bool worker_is_starting(const Worker *w);
 /* Serves requests: routable (an evacuating worker still serves the users it has). */
 bool worker_is_routable(const Worker *w);
 /* Runs an older worker definition while a rolling reload replaces it with a routable newer one: it
