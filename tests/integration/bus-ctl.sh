@@ -4,7 +4,8 @@
 # and without systemd: a private dbus-daemon stands in for the user bus (EP_BUS=user). The group's name
 # and object are there (introspection matches the installed XML), Workers reads through busctl,
 # `elastic-poolctl status` is readable and `--json status` parses; `move` moves a logged-in user live
-# (its counter goes on on the new worker), `scale` grows and shrinks the pool once and refuses sizes
+# (its counter goes on on the new worker) and refuses an unknown worker and, for now (NotNow), one still
+# starting, saying why; `scale` grows and shrinks the pool once and refuses sizes
 # outside [min_workers, max_workers], `compact` retires a worker; PropertiesChanged is coalesced and
 # WorkerSpawned / UserMoved are signalled. A caller of another uid reads the status but is refused every
 # mutating method (exit 4); a group nobody runs is exit 3.
@@ -42,8 +43,16 @@ routable_is() { [[ $(routable_count) == "$1" ]]; }
 
 spawn_bg dbus-monitor --session "type='signal',path='$path'" >"$EP_TMP/monitor.log" 2>&1
 
+# a worker spawned while $gate exists stays starting (no Hello) until it is removed
+gate=$EP_TMP/gate
+cat >"$EP_TMP/gated-worker.sh" <<W
+#!/bin/bash
+while [[ -e $gate ]]; do sleep 0.05; done
+exec $DEMO_WORKER
+W
+chmod +x "$EP_TMP/gated-worker.sh"
 # the ledger would give a worker back on its own: a margin it never reaches leaves that to the operator
-fe_config "$DEMO_WORKER" pool.min_workers=2 pool.max_workers=3 policy.compaction_margin=100
+fe_config "$EP_TMP/gated-worker.sh" pool.min_workers=2 pool.max_workers=3 policy.compaction_margin=100
 fe_start
 wait_log "On the user bus as $name, object $path"
 rec=$(reception)
@@ -116,7 +125,15 @@ rc=0; ctl scale 1 2>"$EP_TMP/err" || rc=$?
 ((rc == 2)) && grep -q 'min_workers=2' "$EP_TMP/err" || fail "scale 1: exit $rc, $(cat "$EP_TMP/err")"
 rc=0; ctl scale 4 2>"$EP_TMP/err" || rc=$?
 ((rc == 2)) && grep -q 'max_workers=3' "$EP_TMP/err" || fail "scale 4: exit $rc, $(cat "$EP_TMP/err")"
+touch "$gate"
 ctl scale 3 >/dev/null || fail "scale 3 failed"
+starting=$(workers_now | tr ' ' '\n' | awk -F: '$2 == "starting" { print $1 }')
+[[ -n $starting ]] || fail "scale 3 behind the gate: no starting worker in $(workers_now)"
+# a move to it is refused for now (exit 1, NotNow), saying why
+rc=0; ctl move alice "w$starting" 2>"$EP_TMP/err" || rc=$?
+((rc == 1)) && grep -q "w$starting of group '$group' takes no users: it is starting and not routable yet" "$EP_TMP/err" ||
+        fail "moving to a starting worker: exit $rc, $(cat "$EP_TMP/err")"
+rm "$gate"
 wait_until routable_is 3 || fail "scale 3: the pool is $(workers_now)"
 note "after scale 3: $(workers_now)"
 
