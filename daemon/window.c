@@ -78,7 +78,7 @@ const Row *window_latest(const Window *w) {
 unsigned window_recent_slots(const Window *w, uint32_t rows, uint32_t ret_first[2], uint32_t ret_n[2]) {
         uint32_t back, first;
 
-        if (!w->rows || w->capacity == 0)
+        if (w->capacity == 0) /* a window never initialised, or done */
                 return 0;
         back = MIN(rows, w->capacity - 1);
         first = w->head >= back ? w->head - back : w->head + w->capacity - back;
