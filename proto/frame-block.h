@@ -18,7 +18,8 @@ typedef struct FrameBlock FrameBlock;
 
 /* NULL when out of memory. */
 FrameBlock *frame_block_new(void);
-/* Frees the block and all that was allocated from it; NULL is fine. Returns NULL. */
+/* Frees all that was allocated from the block, and the block, or keeps it for the next frame_block_new()
+ * (one per thread, outside AddressSanitizer builds); NULL is fine. Returns NULL. */
 FrameBlock *frame_block_free(FrameBlock *b);
 /* The allocator to unpack with; valid as long as the block. */
 ProtobufCAllocator *frame_block_allocator(FrameBlock *b);

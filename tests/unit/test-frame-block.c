@@ -77,6 +77,27 @@ static void test_frame_block_spills_freed_in_any_order(void **state) {
         frame_block_free(b); /* big[1] and big[3] go with it */
 }
 
+/* A block given back is kept for the next frame: taken again, it starts empty, its whole room free and no
+ * spill of its last frame left in its chain. */
+static void test_frame_block_taken_again_starts_empty(void **state) {
+        FrameBlock *b = frame_block_new();
+        uint8_t *p;
+
+        assert_non_null(b);
+        assert_ptr_equal(alloc(b, 700), frame_block_first(b));
+        assert_non_null(alloc(b, 700)); /* the block is full: a spill */
+        frame_block_free(b);
+        for (unsigned i = 0; i < 3; i++) {
+                b = frame_block_new();
+                assert_non_null(b);
+                p = alloc(b, 700);
+                assert_ptr_equal(p, frame_block_first(b));
+                assert_ptr_equal(frame_block_of(p), b);
+                memset(p, 0x5a, 700);
+                frame_block_free(b);
+        }
+}
+
 static void test_frame_block_impossible_size_refused(void **state) {
         FrameBlock *b = frame_block_new();
 
@@ -126,6 +147,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_frame_block_allocations_aligned_and_apart),
                 cmocka_unit_test(test_frame_block_spills_freed_in_any_order),
+                cmocka_unit_test(test_frame_block_taken_again_starts_empty),
                 cmocka_unit_test(test_frame_block_impossible_size_refused),
                 cmocka_unit_test(test_frame_block_users_frame_round_trip),
         };
