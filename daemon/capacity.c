@@ -636,8 +636,12 @@ static bool compaction_hold_stands(Capacity *c, usec_t now) {
 /* The commander-side measures of a row: what the front end forwarded to w when its report arrived
  * (*t zeroed without a front end). */
 static void fill_traffic(const Capacity *c, Worker *w, Row *row, WorkerTraffic *t) {
-        *t = (WorkerTraffic) {};
-        if (!c->sources.worker_traffic || !c->sources.worker_traffic(w->id, t, c->sources.userdata))
+        /* the source zeroes what it does not know: its 200 bytes are written once a report, not twice */
+        if (!c->sources.worker_traffic) {
+                *t = (WorkerTraffic) {};
+                return;
+        }
+        if (!c->sources.worker_traffic(w->id, t, c->sources.userdata))
                 return;
         row->has_inflight = true;
         row->inflight = t->inflight;
@@ -666,6 +670,8 @@ static void check_drift(Capacity *c, Worker *w, const Row *row, const WorkerTraf
         unsigned began, ended;
 
         began = drift_observe(&w->drift, &in, capacity_drift_sustain(c), row->received, &ended);
+        if (!(began | ended))
+                return;
         for (DriftRegister r = 0; r < _DRIFT_REGISTER_MAX; r++) {
                 const DriftState *s = &w->drift.state[r];
                 const char *name = drift_register_to_string(r);

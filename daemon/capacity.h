@@ -60,7 +60,7 @@ typedef struct CapacitySources {
         /* Logged-in users placed on worker (the surface); NULL: none known. */
         unsigned (*worker_users)(unsigned worker, void *userdata);
         /* The front end's counters of worker, for the commander-side measures of a row; false (or NULL)
-         * without a front end: the row then carries none. */
+         * without a front end: the row then carries none, and *ret is all zero either way. */
         bool (*worker_traffic)(unsigned worker, WorkerTraffic *ret, void *userdata);
         void *userdata;
 } CapacitySources;

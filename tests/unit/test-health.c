@@ -29,6 +29,7 @@ static Manager *m;
 static WorkerTraffic traffic[3];
 
 static bool fake_traffic(unsigned worker, WorkerTraffic *ret, void *userdata) {
+        *ret = (WorkerTraffic) {};
         if (worker >= ELEMENTSOF(traffic))
                 return false;
         *ret = traffic[worker];
