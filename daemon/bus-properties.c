@@ -27,9 +27,7 @@ unsigned bus_workers_staying(const Pool *p) {
         for (size_t i = 0; i < p->n_workers; i++) {
                 const Worker *w = p->workers[i];
 
-                if ((w->state == WORKER_STARTING || w->state == WORKER_PROBING ||
-                     w->state == WORKER_ROUTABLE) &&
-                    !w->evacuating)
+                if ((worker_is_starting(w) || worker_is_routable(w)) && !w->evacuating)
                         n++;
         }
         return n;
