@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "frame-block.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,7 +30,8 @@
 
 /* One freed block kept for the next frame: frames are decoded one at a time, so a report's path through
  * the channel stops paying a malloc() and a free() for its block. At most one block per thread stays
- * allocated this way. Under AddressSanitizer each block is allocated anew, so that a frame used after
+ * allocated this way, freed when the thread ends (the sensor's thread may end and start again inside an
+ * application). Under AddressSanitizer each block is allocated anew, so that a frame used after
  * frame_free() is caught. */
 #define BLOCK_KEEP_SPARE (!BLOCK_SANITIZED)
 
@@ -84,6 +87,35 @@ static void block_free(void *userdata, void *p) {
 }
 
 static _Thread_local FrameBlock *spare;
+static _Thread_local bool spare_registered;
+static pthread_key_t spare_key;
+static bool spare_key_made;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+/* The key's destructor runs as the thread ends, while its thread-local variables still exist. */
+static void spare_release(void *unused) {
+        free(spare);
+        spare = NULL;
+}
+
+static void spare_key_new(void) {
+        spare_key_made = pthread_key_create(&spare_key, spare_release) == 0;
+}
+
+/* Whether b is now this thread's spare: not when it has one, nor when its end could not free it. */
+static bool keep_spare(FrameBlock *b) {
+        if (!BLOCK_KEEP_SPARE || spare)
+                return false;
+        if (!spare_registered) {
+                (void) pthread_once(&spare_once, spare_key_new);
+                /* any non-NULL value makes the destructor run */
+                if (!spare_key_made || pthread_setspecific(spare_key, &spare_registered) != 0)
+                        return false;
+                spare_registered = true;
+        }
+        spare = b;
+        return true;
+}
 
 FrameBlock *frame_block_new(void) {
         FrameBlock *b = spare;
@@ -109,9 +141,7 @@ FrameBlock *frame_block_free(FrameBlock *b) {
                 free(s);
         }
         ASAN_UNPOISON_MEMORY_REGION(b->data, sizeof b->data);
-        if (BLOCK_KEEP_SPARE && !spare)
-                spare = b;
-        else
+        if (!keep_spare(b))
                 free(b);
         return NULL;
 }
