@@ -128,7 +128,7 @@ static size_t packed_entries(const ProtobufCFieldDescriptor *f, const uint8_t *p
 }
 
 /* protobuf_c_message_descriptor_get_field() bisects the descriptor's ranges of field numbers, through a
- * call into the library, for every field the walk meets: a tenth of a report's path. Every message of ours
+ * call into the library, for every field the walk meets: 5 % of a report's path. Every message of ours
  * numbers its fields in one run (one range), which an index answers; anything else asks the library. */
 static const ProtobufCFieldDescriptor *field_of(const ProtobufCMessageDescriptor *desc, uint64_t number) {
         const ProtobufCIntRange *r = desc->field_ranges;
