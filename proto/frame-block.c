@@ -92,10 +92,12 @@ static pthread_key_t spare_key;
 static bool spare_key_made;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 
-/* The key's destructor runs as the thread ends, while its thread-local variables still exist. */
+/* The key's destructor runs as the thread ends, while its thread-local variables still exist. A block
+ * kept after it (by another destructor decoding a frame) registers again, which runs it once more. */
 static void spare_release(void *unused) {
         free(spare);
         spare = NULL;
+        spare_registered = false;
 }
 
 static void spare_key_new(void) {
