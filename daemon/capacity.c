@@ -636,7 +636,7 @@ static bool compaction_hold_stands(Capacity *c, usec_t now) {
 /* The commander-side measures of a row: what the front end forwarded to w when its report arrived
  * (*t zeroed without a front end). */
 static void fill_traffic(const Capacity *c, Worker *w, Row *row, WorkerTraffic *t) {
-        /* the source zeroes what it does not know: its 200 bytes are written once a report, not twice */
+        /* the source zeroes what it does not know: its 216 bytes are written once a report, not twice */
         if (!c->sources.worker_traffic) {
                 *t = (WorkerTraffic) {};
                 return;

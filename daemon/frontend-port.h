@@ -94,7 +94,7 @@ typedef struct FrontendHooks {
         unsigned (*held_requests)(void *frontend, const char *user);
         /* The move of user ended, either way: its held requests go wherever it lives now. */
         void (*release_held)(void *frontend, const char *user);
-        /* false when the front end knows nothing of wN. */
+        /* false when the front end knows nothing of wN; *ret is written whole either way (all zero then). */
         bool (*worker_traffic)(void *frontend, unsigned worker, WorkerTraffic *ret);
         void (*totals)(void *frontend, FrontendTotals *ret);
 

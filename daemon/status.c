@@ -103,9 +103,12 @@ static void write_worker(FILE *f, const StatusView *v, const Worker *w, usec_t n
         fputc('}', f);
 }
 
+/* A front end writes *ret whole (frontend-port.h): zeroed here only without one, not twice a report. */
 bool status_worker_traffic(const StatusView *v, unsigned worker, WorkerTraffic *ret) {
+        if (v->frontend)
+                return v->frontend->worker_traffic(v->frontend_data, worker, ret);
         *ret = (WorkerTraffic) {};
-        return v->frontend && v->frontend->worker_traffic(v->frontend_data, worker, ret);
+        return false;
 }
 
 /* The drain under way (null when none), how the last one ended, the back-off before the next. */
