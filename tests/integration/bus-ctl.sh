@@ -43,11 +43,11 @@ routable_is() { [[ $(routable_count) == "$1" ]]; }
 
 spawn_bg dbus-monitor --session "type='signal',path='$path'" >"$EP_TMP/monitor.log" 2>&1
 
-# a worker spawned while $gate exists stays starting (no Hello) until it is removed
+# a worker spawned while the fifo $gate exists stays starting (no Hello) until a line is written to it
 gate=$EP_TMP/gate
 cat >"$EP_TMP/gated-worker.sh" <<W
 #!/bin/bash
-while [[ -e $gate ]]; do sleep 0.05; done
+if [[ -p $gate ]]; then read -r _ <"$gate"; fi
 exec $DEMO_WORKER
 W
 chmod +x "$EP_TMP/gated-worker.sh"
@@ -125,7 +125,7 @@ rc=0; ctl scale 1 2>"$EP_TMP/err" || rc=$?
 ((rc == 2)) && grep -q 'min_workers=2' "$EP_TMP/err" || fail "scale 1: exit $rc, $(cat "$EP_TMP/err")"
 rc=0; ctl scale 4 2>"$EP_TMP/err" || rc=$?
 ((rc == 2)) && grep -q 'max_workers=3' "$EP_TMP/err" || fail "scale 4: exit $rc, $(cat "$EP_TMP/err")"
-touch "$gate"
+mkfifo "$gate"
 ctl scale 3 >/dev/null || fail "scale 3 failed"
 starting=$(workers_now | tr ' ' '\n' | awk -F: '$2 == "starting" { print $1 }')
 [[ -n $starting ]] || fail "scale 3 behind the gate: no starting worker in $(workers_now)"
@@ -133,6 +133,8 @@ starting=$(workers_now | tr ' ' '\n' | awk -F: '$2 == "starting" { print $1 }')
 rc=0; ctl move alice "w$starting" 2>"$EP_TMP/err" || rc=$?
 ((rc == 1)) && grep -q "w$starting of group '$group' takes no users: it is starting and not routable yet" "$EP_TMP/err" ||
         fail "moving to a starting worker: exit $rc, $(cat "$EP_TMP/err")"
+# the write returns once the gated worker opened the fifo and read its line
+timeout 30 bash -c 'echo go >"$1"' _ "$gate" || fail "the gated worker w$starting never read its gate"
 rm "$gate"
 wait_until routable_is 3 || fail "scale 3: the pool is $(workers_now)"
 note "after scale 3: $(workers_now)"
