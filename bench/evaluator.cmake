@@ -6,3 +6,4 @@ add_executable(bench-report-cost ${CMAKE_CURRENT_LIST_DIR}/report-cost.c ${CMAKE
 target_include_directories(bench-report-cost PRIVATE ${CMAKE_SOURCE_DIR}/daemon)
 target_link_libraries(bench-report-cost PRIVATE bench-span ep-shared ep-proto m)
 ep_target_warnings(bench-report-cost)
+ep_target_lto(bench-report-cost)
