@@ -212,7 +212,7 @@ done
 
 # medians of each column over the undisturbed overload rows ("-" counts as later than any time)
 for server in elastic-pool uwsgi; do
-        awk -v s="$server" '$1 == s && NF == 4 { for (k = 2; k <= 4; k++) v[k, n] = ($k == "-" ? 1e9 : $k); n++ }
+        awk -v s="$server" 'BEGIN { n = 0 } $1 == s && NF == 4 { for (k = 2; k <= 4; k++) v[k, n] = ($k == "-" ? 1e9 : $k); n++ }
                 function med(k,   i, j, a, t) { for (i = 0; i < n; i++) a[i] = v[k, i]
                         for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
                         return n == 0 ? "n/a" : (a[int((n - 1) / 2)] >= 1e9 ? "-" : a[int((n - 1) / 2)]) }
