@@ -210,7 +210,8 @@ for r in $(seq "$rounds"); do
         stop_pid "$uw_pid" TERM
 done
 
-# medians of each column over the undisturbed overload rows ("-" counts as later than any time)
+# medians of each column over the undisturbed overload rows ("-" counts as later than any time); n is set
+# before the first row, which an unset n (mawk: "" in a subscript) would file where med() never looks
 for server in elastic-pool uwsgi; do
         awk -v s="$server" 'BEGIN { n = 0 } $1 == s && NF == 4 { for (k = 2; k <= 4; k++) v[k, n] = ($k == "-" ? 1e9 : $k); n++ }
                 function med(k,   i, j, a, t) { for (i = 0; i < n; i++) a[i] = v[k, i]
