@@ -37,10 +37,11 @@ set_tests_properties(packaging/restart-groups PROPERTIES SKIP_RETURN_CODE 77 TIM
 
 # packaging/deb-rpm: builds the .deb and the .rpm (packaging/build-*.sh, into BUILD/packaging-test),
 # compares what they ship, runs lintian, and builds the sensor(3) example against both. It takes both
-# cores for about two minutes: RUN_SERIAL keeps the timing-sensitive tests from running beside it.
+# cores for about two minutes: RUN_SERIAL keeps the timing-sensitive tests from running beside it. The
+# .debs it keeps are vm/system's too (the fixture "packages", tests/vm/vm.cmake).
 add_test(NAME packaging/deb-rpm COMMAND ${CMAKE_CURRENT_LIST_DIR}/deb-rpm.sh)
 set_tests_properties(packaging/deb-rpm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 LABELS "packaging"
-        RUN_SERIAL TRUE
+        RUN_SERIAL TRUE FIXTURES_SETUP packages
         ENVIRONMENT "EP_BUILD_DIR=${CMAKE_BINARY_DIR};EP_SOURCE_DIR=${CMAKE_SOURCE_DIR};EP_SANITIZE=${EP_SANITIZE}")
 
 # packaging/man-pages: the built man pages format without a groff warning (as lintian runs man), have a
