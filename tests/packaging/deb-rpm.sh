@@ -23,14 +23,16 @@
 # dh_auto_test and %check (about 2 minutes on 2 cores).
 . "$(dirname "$0")/../integration/lib.sh"
 
+# Cleared first: vm/system takes the .debs it finds here as this tree's, and a skipped run must not
+# leave an older build's behind.
+out=$EP_BUILD_DIR/packaging-test
+rm -rf "$out"
 for tool in dpkg-buildpackage dpkg-deb dh lintian rpmbuild rpm rpm2archive pandoc pkg-config cc; do
         command -v "$tool" >/dev/null || skip "needs $tool (scripts/bootstrap.sh installs it)"
 done
 [[ ${EP_SANITIZE:-OFF} != ON ]] ||
         skip "the packages build from the source tree with their own flags, not from this build: the plain build's run checks them"
 
-out=$EP_BUILD_DIR/packaging-test
-rm -rf "$out"
 mkdir -p "$out"
 check=""
 [[ ${EP_PACKAGING_CHECK:-0} == 0 ]] && check=--nocheck
