@@ -8,7 +8,7 @@
 #
 # EP_TEST_VM: 0 skips the test; quick stops after the journal step (no oom, readopt, upgrade, purge);
 # unset or full: every step. The whole payload fits the suite's time even with the guest emulated (TCG,
-# as on these hosts): about 3.5 minutes with the image cached, 6 without (tests/vm/README.md).
+# as on these hosts): 1 to 2.5 minutes with the image cached and the packages built (tests/vm/README.md).
 . "$(dirname "$0")/../integration/lib.sh"
 . "$(dirname "$0")/vm-lib.sh"
 

@@ -1,9 +1,9 @@
 # vm/system: the .debs of this tree in a throw-away Debian 12 guest with systemd as PID 1 on a pure
 # cgroup v2 hierarchy (tests/vm/README.md): tests/vm/vm-system.sh takes packaging/deb-rpm's packages,
-# tests/vm/ep-vm boots the guest, tests/vm/payload runs in it. EP_TEST_VM=0 skips it, EP_TEST_VM=full runs every step
-# where the default would run the quick subset. It takes both cores (the guest's two vCPUs): RUN_SERIAL
-# keeps the timing-sensitive tests from running beside it. The timeout covers a run that also builds
-# the guest image (when the cache is off) and a full payload under TCG.
+# tests/vm/ep-vm boots the guest, tests/vm/payload runs in it. EP_TEST_VM=0 skips it, EP_TEST_VM=full
+# runs every step where the default would run the quick subset. It takes both cores (the guest's two
+# vCPUs): RUN_SERIAL keeps the timing-sensitive tests from running beside it. The timeout covers a run
+# that also builds the guest image (when the cache is off) and a full payload under TCG.
 #
 # vm/image builds the guest image first, beside the other tests: its minutes are mostly the Debian
 # mirror's, and inside vm/system they kept one core idle (RUN_SERIAL). The fixture makes vm/system wait
