@@ -52,6 +52,13 @@
 # per request of the two compared round by round (same-round pairs) and as a median of those ratios.
 # BENCH_BASELINE_FRONTEND="KEY = VALUE": more keys for the baseline's [frontend] section (one line each);
 # with BENCH_BASELINE set to this very build, an A/B of one setting, e.g. "io_uring = yes".
+# BENCH_RATE=N: every row at a fixed N requests/s in all (h2load --rps per connection, --h1 for HTTP/1.1,
+# wrk's connections), below every proxy's capacity, instead of as fast as each proxy goes. Under wrk the
+# proxies run at about the same req/s (the worker and the load generator on CPU 1 set it), so a cheaper
+# proxy is idle more of the time, sleeps and wakes more often and finds fewer ready sockets a wake-up:
+# its CPU per request carries more of that cost than a busier peer's does. At a fixed rate every proxy
+# is well under its capacity, and CPU per request compares the work per request at the same load. req/s
+# then only says that every proxy kept up; nginx-auto and haproxy-2t are left out unless asked for.
 set -euo pipefail
 
 duration=${BENCH_DURATION:-10}
@@ -68,8 +75,11 @@ for x in "${protos[@]}"; do [[ $x =~ ^(h1|h2)$ ]] || { echo "BENCH_PROTOS: h1 or
 baseline=${BENCH_BASELINE:-}
 baseline_frontend=${BENCH_BASELINE_FRONTEND:-}
 [[ -z $baseline_frontend || -n $baseline ]] || { echo "BENCH_BASELINE_FRONTEND needs BENCH_BASELINE" >&2; exit 2; }
-nginx_auto=${BENCH_NGINX_AUTO:-1}
-haproxy_2t=${BENCH_HAPROXY_2T:-1}
+rate=${BENCH_RATE:-0}
+[[ $rate =~ ^[0-9]+$ ]] || { echo "BENCH_RATE: requests per second, not '$rate'" >&2; exit 2; }
+multi_default=$((rate > 0 ? 0 : 1))
+nginx_auto=${BENCH_NGINX_AUTO:-$multi_default}
+haproxy_2t=${BENCH_HAPROXY_2T:-$multi_default}
 # shellcheck source=bench/proxy-lib.sh
 . "$(dirname "$0")/proxy-lib.sh"
 bench_build "${1:-}"
@@ -118,12 +128,22 @@ declare -A ppids=([elastic-pool]=$ep_pid [nginx]="$(proc_tree "$ngx1_pid")" [hap
 [[ -n $baseline ]] && ppids[elastic-pool@base]=$base_pid
 declare -A res
 
-# load PROTO PORT SECONDS OUT [extra args]: wrk for h1, h2load for h2, on the load CPU.
+# per_conn N CONNECTIONS: requests/s for each of the connections, N in all (h2load's --rps is per client)
+per_conn() { awk -v r="$1" -v c="$2" 'BEGIN { printf "%.0f", r / c }'; }
+
+# load PROTO PORT SECONDS OUT [extra args]: wrk for h1, h2load for h2 (and for h1 at a fixed rate, with
+# --h1), on the load CPU.
 load() {
         local proto=$1 port=$2 secs=$3 out=$4
         shift 4
-        if [[ $proto == h1 ]]; then
+        if [[ $proto == h1 && $rate -gt 0 ]]; then
+                "${on_load[@]}" h2load --h1 -c"$conns" --rps="$(per_conn "$rate" "$conns")" -t"$threads" -D"$secs" \
+                        "$@" "http://127.0.0.1:$port/" >"$out"
+        elif [[ $proto == h1 ]]; then
                 "${on_load[@]}" wrk -t"$threads" -c"$conns" -d"${secs}s" "$@" "http://127.0.0.1:$port/" >"$out"
+        elif ((rate > 0)); then
+                "${on_load[@]}" h2load -c"$h2_clients" -m"$h2_streams" --rps="$(per_conn "$rate" "$h2_clients")" \
+                        -t"$threads" -D"$secs" "$@" "http://127.0.0.1:$port/" >"$out"
         else
                 "${on_load[@]}" h2load -c"$h2_clients" -m"$h2_streams" -t"$threads" -D"$secs" "$@" \
                         "http://127.0.0.1:$port/" >"$out"
@@ -138,10 +158,10 @@ measure() {
         load "$proto" "$port" "$warmup" /dev/null
         # shellcheck disable=SC2086
         before=$(cpu_ticks $proxy_pids) wbefore=$(cpu_ticks $wpids) span=$(span_begin)
-        if [[ $proto == h1 ]]; then
+        if [[ $proto == h1 && $rate -eq 0 ]]; then
                 lt=$({ TIMEFORMAT='%3U %3S'; time load h1 "$port" "$duration" "$out" --latency; } 2>&1)
         else
-                lt=$({ TIMEFORMAT='%3U %3S'; time load h2 "$port" "$duration" "$out" --log-file="$out.log"; } 2>&1)
+                lt=$({ TIMEFORMAT='%3U %3S'; time load "$proto" "$port" "$duration" "$out" --log-file="$out.log"; } 2>&1)
         fi
         # shellcheck disable=SC2086
         after=$(cpu_ticks $proxy_pids) wafter=$(cpu_ticks $wpids)
@@ -150,7 +170,7 @@ measure() {
                 split(b, B, " "); split(a, A, " "); split(wb, WB, " "); split(wa, WA, " "); split(lt, L, " ")
                 printf "%.0f", ((A[1] + A[2] - B[1] - B[2] + WA[1] + WA[2] - WB[1] - WB[2]) / hz + L[1] + L[2]) * 1e6 }')
         read -r other steal _ < <(span_end "$span" "$own")
-        if [[ $proto == h1 ]]; then
+        if [[ $proto == h1 && $rate -eq 0 ]]; then
                 n=$(awk '/requests in/ { print $1 }' "$out")
                 rps=$(awk '/^Requests\/sec:/ { print $2 }' "$out")
                 read -r p50 p99 < <(awk 'function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0;
@@ -215,8 +235,14 @@ if [[ $pin == 1 ]]; then
 else
         echo "# CPUs: nothing pinned (BENCH_PIN=0)"
 fi
-echo "# load: wrk -t$threads -c$conns -d${duration}s --latency (HTTP/1.1); h2load -c$h2_clients -m$h2_streams -t$threads -D$duration"
-echo "#   (h2c prior knowledge; p50/p99 from its --log-file); ${warmup}s warm-up before each; GET / (36-byte body); $rounds round(s)"
+if ((rate > 0)); then
+        echo "# load at a fixed $rate requests/s (BENCH_RATE): h2load --h1 -c$conns --rps=$(per_conn "$rate" "$conns") -t$threads -D$duration (HTTP/1.1);"
+        echo "#   h2load -c$h2_clients -m$h2_streams --rps=$(per_conn "$rate" "$h2_clients") -t$threads -D$duration (h2c); p50/p99 from h2load's --log-file;"
+        echo "#   ${warmup}s warm-up before each; GET / (36-byte body); $rounds round(s); req/s only says whether a proxy kept up"
+else
+        echo "# load: wrk -t$threads -c$conns -d${duration}s --latency (HTTP/1.1); h2load -c$h2_clients -m$h2_streams -t$threads -D$duration"
+        echo "#   (h2c prior knowledge; p50/p99 from its --log-file); ${warmup}s warm-up before each; GET / (36-byte body); $rounds round(s)"
+fi
 if [[ -n $baseline ]]; then
         base_src=$(awk -F= '/^CMAKE_HOME_DIRECTORY:/ { print $2 }' "$base_build/CMakeCache.txt" 2>/dev/null || true)
         echo "# elastic-pool@base: $(git -C "${base_src:-/nonexistent}" rev-parse --short HEAD 2>/dev/null || echo '?') ($base_build), its own worker, the same CPUs${baseline_frontend:+; its [frontend] adds: $baseline_frontend}"
