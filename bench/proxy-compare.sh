@@ -55,8 +55,8 @@
 # BENCH_RATE=N: every row at a fixed N requests/s in all (h2load --rps per connection, --h1 for HTTP/1.1,
 # wrk's connections), below every proxy's capacity, instead of as fast as each proxy goes. Under wrk the
 # proxies run at about the same req/s (the worker and the load generator on CPU 1 set it), so a cheaper
-# proxy is idle more of the time, sleeps and wakes more often and finds fewer ready sockets a wake-up:
-# its CPU per request carries more of that cost than a busier peer's does. At a fixed rate every proxy
+# proxy is idle more of the time, sleeps and wakes more often and finds fewer ready sockets a wake-up,
+# and its CPU per request may carry more of that cost than a busier peer's. At a fixed rate every proxy
 # is well under its capacity, and CPU per request compares the work per request at the same load. req/s
 # then only says that every proxy kept up; nginx-auto and haproxy-2t are left out unless asked for.
 set -euo pipefail
@@ -132,22 +132,22 @@ declare -A res
 per_conn() { awk -v r="$1" -v c="$2" 'BEGIN { printf "%.0f", r / c }'; }
 
 # load PROTO PORT SECONDS OUT [extra args]: wrk for h1, h2load for h2 (and for h1 at a fixed rate, with
-# --h1), on the load CPU.
+# --h1: wrk has none), on the load CPU.
 load() {
         local proto=$1 port=$2 secs=$3 out=$4
+        local -a shape
         shift 4
-        if [[ $proto == h1 && $rate -gt 0 ]]; then
-                "${on_load[@]}" h2load --h1 -c"$conns" --rps="$(per_conn "$rate" "$conns")" -t"$threads" -D"$secs" \
-                        "$@" "http://127.0.0.1:$port/" >"$out"
-        elif [[ $proto == h1 ]]; then
+        if [[ $proto == h1 && $rate -eq 0 ]]; then
                 "${on_load[@]}" wrk -t"$threads" -c"$conns" -d"${secs}s" "$@" "http://127.0.0.1:$port/" >"$out"
-        elif ((rate > 0)); then
-                "${on_load[@]}" h2load -c"$h2_clients" -m"$h2_streams" --rps="$(per_conn "$rate" "$h2_clients")" \
-                        -t"$threads" -D"$secs" "$@" "http://127.0.0.1:$port/" >"$out"
-        else
-                "${on_load[@]}" h2load -c"$h2_clients" -m"$h2_streams" -t"$threads" -D"$secs" "$@" \
-                        "http://127.0.0.1:$port/" >"$out"
+                return
         fi
+        if [[ $proto == h1 ]]; then
+                shape=(--h1 -c"$conns" --rps="$(per_conn "$rate" "$conns")")
+        else
+                shape=(-c"$h2_clients" -m"$h2_streams")
+                ((rate == 0)) || shape+=(--rps="$(per_conn "$rate" "$h2_clients")")
+        fi
+        "${on_load[@]}" h2load "${shape[@]}" -t"$threads" -D"$secs" "$@" "http://127.0.0.1:$port/" >"$out"
 }
 
 # measure NAME PROTO PORT "PROXY PIDS" "WORKER PIDS": a warm-up, then the measured run with CPU time read
