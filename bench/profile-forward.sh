@@ -23,9 +23,6 @@ set -euo pipefail
 
 proto=${BENCH_PROFILE_PROTO:-h1}
 secs=${BENCH_PROFILE_DURATION:-5}
-threads=${BENCH_THREADS:-2}
-h2_clients=${BENCH_H2_CLIENTS:-16}
-h2_streams=${BENCH_H2_STREAMS:-4}
 sweep=${BENCH_PROFILE_SWEEP-4 16 64 256}
 sweep_secs=${BENCH_PROFILE_SWEEP_DURATION:-3}
 # epoll waits per request once more at this fixed rate (requests/s, all connections together; 0 skips)
@@ -131,13 +128,8 @@ epoll_waits() {
 # proxy's capacity: no proxy is saturated, so none has its ready sockets pile up while it works. Prints
 # the requests completed.
 rate_load() {
-        local args
-        if [[ $proto == h1 ]]; then
-                args=(--h1 -c"$conns" --rps="$(awk -v r="$rate" -v c="$conns" 'BEGIN { printf "%.0f", r / c }')")
-        else
-                args=(-c"$h2_clients" -m"$h2_streams" --rps="$(awk -v r="$rate" -v c="$h2_clients" 'BEGIN { printf "%.0f", r / c }')")
-        fi
-        "${on_load[@]}" h2load "${args[@]}" -t"$threads" -D"$secs" "http://127.0.0.1:$1/" >"$2"
+        h2load_shape "$proto" "$rate"
+        "${on_load[@]}" h2load "${h2load_args[@]}" -t"$threads" -D"$secs" "http://127.0.0.1:$1/" >"$2"
         awk '/^requests:/ { print $8 }' "$2"
 }
 

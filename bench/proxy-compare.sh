@@ -64,9 +64,6 @@ set -euo pipefail
 duration=${BENCH_DURATION:-10}
 warmup=${BENCH_WARMUP:-2}
 rounds=${BENCH_ROUNDS:-1}
-threads=${BENCH_THREADS:-2}
-h2_clients=${BENCH_H2_CLIENTS:-16}
-h2_streams=${BENCH_H2_STREAMS:-4}
 read -r -a peers <<<"${BENCH_PEERS:-nginx haproxy nghttpx}" # the single-loop peers the ratios compare with
 read -r -a protos <<<"${BENCH_PROTOS:-h1 h2}"
 for x in "${peers[@]}"; do [[ $x =~ ^(nginx|haproxy|nghttpx)$ ]] || { echo "BENCH_PEERS: unknown peer '$x'" >&2; exit 2; }; done
@@ -128,26 +125,17 @@ declare -A ppids=([elastic-pool]=$ep_pid [nginx]="$(proc_tree "$ngx1_pid")" [hap
 [[ -n $baseline ]] && ppids[elastic-pool@base]=$base_pid
 declare -A res
 
-# per_conn N CONNECTIONS: requests/s for each of the connections, N in all (h2load's --rps is per client)
-per_conn() { awk -v r="$1" -v c="$2" 'BEGIN { printf "%.0f", r / c }'; }
-
 # load PROTO PORT SECONDS OUT [extra args]: wrk for h1, h2load for h2 (and for h1 at a fixed rate, with
 # --h1: wrk has none), on the load CPU.
 load() {
         local proto=$1 port=$2 secs=$3 out=$4
-        local -a shape
         shift 4
         if [[ $proto == h1 && $rate -eq 0 ]]; then
                 "${on_load[@]}" wrk -t"$threads" -c"$conns" -d"${secs}s" "$@" "http://127.0.0.1:$port/" >"$out"
                 return
         fi
-        if [[ $proto == h1 ]]; then
-                shape=(--h1 -c"$conns" --rps="$(per_conn "$rate" "$conns")")
-        else
-                shape=(-c"$h2_clients" -m"$h2_streams")
-                ((rate == 0)) || shape+=(--rps="$(per_conn "$rate" "$h2_clients")")
-        fi
-        "${on_load[@]}" h2load "${shape[@]}" -t"$threads" -D"$secs" "$@" "http://127.0.0.1:$port/" >"$out"
+        h2load_shape "$proto" "$rate"
+        "${on_load[@]}" h2load "${h2load_args[@]}" -t"$threads" -D"$secs" "$@" "http://127.0.0.1:$port/" >"$out"
 }
 
 # measure NAME PROTO PORT "PROXY PIDS" "WORKER PIDS": a warm-up, then the measured run with CPU time read
@@ -236,8 +224,10 @@ else
         echo "# CPUs: nothing pinned (BENCH_PIN=0)"
 fi
 if ((rate > 0)); then
-        echo "# load at a fixed $rate requests/s (BENCH_RATE): h2load --h1 -c$conns --rps=$(per_conn "$rate" "$conns") -t$threads -D$duration (HTTP/1.1);"
-        echo "#   h2load -c$h2_clients -m$h2_streams --rps=$(per_conn "$rate" "$h2_clients") -t$threads -D$duration (h2c); p50/p99 from h2load's --log-file;"
+        h2load_shape h1 "$rate"
+        echo "# load at a fixed $rate requests/s (BENCH_RATE): h2load ${h2load_args[*]} -t$threads -D$duration (HTTP/1.1);"
+        h2load_shape h2 "$rate"
+        echo "#   h2load ${h2load_args[*]} -t$threads -D$duration (h2c); p50/p99 from h2load's --log-file;"
         echo "#   ${warmup}s warm-up before each; GET / (36-byte body); $rounds round(s); req/s only says whether a proxy kept up"
 else
         echo "# load: wrk -t$threads -c$conns -d${duration}s --latency (HTTP/1.1); h2load -c$h2_clients -m$h2_streams -t$threads -D$duration"

@@ -20,6 +20,22 @@ n_workers=${BENCH_WORKERS:-1}
 pin=${BENCH_PIN:-1}
 port_base=${BENCH_PORT_BASE:-18180}
 conns=${BENCH_CONNS:-64}
+threads=${BENCH_THREADS:-2}
+h2_clients=${BENCH_H2_CLIENTS:-16}
+h2_streams=${BENCH_H2_STREAMS:-4}
+
+# h2load_shape PROTO RATE: sets h2load_args, h2load's connections for PROTO (h1: --h1 over wrk's $conns;
+# h2: $h2_clients with $h2_streams streams each) and, unless RATE is 0, --rps for RATE requests/s in
+# all (h2load's --rps is per client).
+h2load_shape() {
+        local n
+        if [[ $1 == h1 ]]; then
+                h2load_args=(--h1 -c"$conns") n=$conns
+        else
+                h2load_args=(-c"$h2_clients" -m"$h2_streams") n=$h2_clients
+        fi
+        (($2 == 0)) || h2load_args+=(--rps="$(awk -v r="$2" -v c="$n" 'BEGIN { printf "%.0f", r / c }')")
+}
 
 bench_fail() {
         echo "$(basename "$0"): $*" >&2
